@@ -1,0 +1,61 @@
+"""The built-in `legacy` engine: ingest no-op, assemble pass-through, compaction delegated to the runtime.
+
+It registers through the same entry-point group as any plugin; the registry reserves the id for core.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_ctx import __version__
+from openclaw_ctx.contract import (
+    AfterTurnParams,
+    AssembleParams,
+    AssembleResult,
+    CompactParams,
+    CompactResult,
+    EngineContext,
+    EngineInfo,
+    IngestParams,
+    IngestResult,
+)
+
+__all__ = ["LegacyContextEngine", "register"]
+
+
+class LegacyContextEngine:
+    """OpenClaw's default engine; the host's own pipeline decides what the model sees."""
+
+    def __init__(self, ctx: EngineContext | None = None) -> None:
+        self._ctx = ctx or EngineContext()
+        self._info = EngineInfo(id="legacy", name="Legacy Context Engine", version=__version__)
+
+    @property
+    def info(self) -> EngineInfo:
+        """`legacy`; does not own compaction."""
+        return self._info
+
+    async def ingest(self, params: IngestParams) -> IngestResult:
+        """No-op: the host persists every message itself."""
+        return IngestResult(ingested=False)
+
+    async def assemble(self, params: AssembleParams) -> AssembleResult:
+        """Pass-through: the very same list, and 0 so the host does the estimating."""
+        return AssembleResult(messages=params.messages, estimated_tokens=0)
+
+    async def compact(self, params: CompactParams) -> CompactResult:
+        """The built-in summarising compaction (one summary of old history, recent messages kept)."""
+        from openclaw_ctx.compaction import delegate_compaction_to_runtime
+
+        return await delegate_compaction_to_runtime(params, self._ctx)
+
+    async def after_turn(self, params: AfterTurnParams) -> None:
+        """No-op."""
+
+    async def dispose(self) -> None:
+        """Nothing to release."""
+
+
+def register(api: Any) -> None:
+    """Entry point of group `openclaw_ctx.engines`."""
+    api.register_context_engine("legacy", LegacyContextEngine)

@@ -1,0 +1,7 @@
+"""openclaw-ctx: persistent, SQL-backed context engines for LLM agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,126 @@
+"""The one error tree of openclaw-ctx.
+
+::
+
+    OpenClawCtxError
+    ├── ConfigError                     bad openclaw.json, unknown or ill-typed engine config
+    ├── InvalidMessageError             a message that is not an AgentMessage (names the field)
+    ├── EngineError
+    │   ├── EngineNotFoundError         the slot names an engine nobody registered
+    │   ├── EngineContractError         a factory returned something that is not a ContextEngine
+    │   └── HostRequirementError        the host cannot satisfy the engine's requirements (fails closed)
+    ├── StoreError
+    │   ├── DatabaseCorruptError        not an SQLite file, or a damaged one
+    │   ├── SchemaTooNewError           written by a newer openclaw-ctx; never touched
+    │   ├── MigrationRequiredError      older schema and auto-upgrade is off
+    │   ├── ReadOnlyViolationError      a write statement sent to the read-only SQL surface
+    │   └── NotFoundError               no such session / summary / message
+    ├── SummarizerError
+    │   └── SummarizerAuthError         never produces a summary row
+    ├── CompactionError
+    ├── ContextOverflowError            the prompt cannot be made to fit
+    └── AbortError                      the caller aborted the operation (never quarantines)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AbortError",
+    "CompactionError",
+    "ConfigError",
+    "ContextOverflowError",
+    "DatabaseCorruptError",
+    "EngineContractError",
+    "EngineError",
+    "EngineNotFoundError",
+    "HostRequirementError",
+    "InvalidMessageError",
+    "MigrationRequiredError",
+    "NotFoundError",
+    "OpenClawCtxError",
+    "ReadOnlyViolationError",
+    "SchemaTooNewError",
+    "StoreError",
+    "SummarizerAuthError",
+    "SummarizerError",
+]
+
+
+class OpenClawCtxError(Exception):
+    """Root of every error this package raises on purpose."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ConfigError(OpenClawCtxError):
+    """Configuration that cannot be used as written."""
+
+
+class InvalidMessageError(OpenClawCtxError, ValueError):
+    """A message that does not validate as an AgentMessage; `detail` names the field."""
+
+
+class EngineError(OpenClawCtxError):
+    """A context engine could not be resolved or used."""
+
+
+class EngineNotFoundError(EngineError):
+    """No engine is registered under the requested id."""
+
+
+class EngineContractError(EngineError):
+    """A factory returned an object that does not satisfy the ContextEngine contract."""
+
+
+class HostRequirementError(EngineError):
+    """The selected engine requires host capabilities this host lacks; the run fails closed."""
+
+
+class StoreError(OpenClawCtxError):
+    """The SQL store refused or failed an operation."""
+
+
+class DatabaseCorruptError(StoreError):
+    """The file is not an SQLite database, or it is damaged."""
+
+
+class SchemaTooNewError(StoreError):
+    """The database was migrated by a newer version of openclaw-ctx."""
+
+
+class MigrationRequiredError(StoreError):
+    """The database schema is older than the code and automatic upgrade is disabled."""
+
+
+class ReadOnlyViolationError(StoreError):
+    """A statement that would write was sent through the read-only SQL surface."""
+
+
+class NotFoundError(StoreError):
+    """The requested row does not exist."""
+
+
+class SummarizerError(OpenClawCtxError):
+    """A summarizer failed to produce a summary."""
+
+
+class SummarizerAuthError(SummarizerError):
+    """The summarizer's provider rejected the credentials; nothing must be written."""
+
+
+class CompactionError(OpenClawCtxError):
+    """Compaction could not complete; the store is as it was before."""
+
+
+class ContextOverflowError(OpenClawCtxError):
+    """The prompt is too large for the model even after recovery."""
+
+    def __init__(self, detail: str, kind: str = "context_overflow") -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+
+class AbortError(OpenClawCtxError):
+    """The operation was aborted by its caller."""

@@ -1,0 +1,350 @@
+"""AgentMessage and its content blocks, as OpenClaw (pi-agent-core) writes them.
+
+The models round-trip OpenClaw's JSON exactly: camelCase keys on the wire, keys that were absent stay
+absent, explicit nulls stay null, and fields this code does not know are kept (``extra="allow"``).
+Use :func:`parse_message` for anything that comes from outside and :func:`to_wire` to serialise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from openclaw_ctx.errors import InvalidMessageError
+
+__all__ = [
+    "AgentMessage",
+    "AssistantMessage",
+    "BashExecutionMessage",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "ContentBlock",
+    "CustomMessage",
+    "ImageContent",
+    "MessageListAdapter",
+    "ROLES",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UsageCost",
+    "UserMessage",
+    "flatten_text",
+    "message_from_json",
+    "message_to_json",
+    "parse_message",
+    "tool_call_ids",
+    "to_wire",
+]
+
+
+class _Wire(BaseModel):
+    """Base for every wire model: camelCase aliases, unknown keys kept, discriminators always emitted."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=False,
+        ser_json_inf_nan="strings",
+    )
+
+    # Field names that must appear on the wire even when the caller relied on their default.
+    _always_emit: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _mark_discriminators_set(self) -> Self:
+        for name in self._always_emit:
+            self.__pydantic_fields_set__.add(name)
+        return self
+
+
+class TextContent(_Wire):
+    """A text block."""
+
+    type: Literal["text"] = "text"
+    text: str
+    text_signature: str | None = None
+    _always_emit = ("type",)
+
+
+class ThinkingContent(_Wire):
+    """A reasoning block; never sent to summarizers."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    thinking_signature: str | None = None
+    _always_emit = ("type",)
+
+
+class ImageContent(_Wire):
+    """An inline image (base64 data and its MIME type)."""
+
+    type: Literal["image"] = "image"
+    data: str
+    mime_type: str
+    _always_emit = ("type",)
+
+
+class ToolCall(_Wire):
+    """A tool invocation requested by the assistant."""
+
+    type: Literal["toolCall"] = "toolCall"
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    thought_signature: str | None = None
+    _always_emit = ("type", "arguments")
+
+
+class UsageCost(_Wire):
+    """Cost of one model call, by kind of token."""
+
+    # int | float keeps `0` as `0` on the way back out (exact round-trip).
+    input: int | float = 0
+    output: int | float = 0
+    cache_read: int | float = 0
+    cache_write: int | float = 0
+    total: int | float = 0
+
+
+class Usage(_Wire):
+    """Token usage the provider reported for one assistant message."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost | None = None
+
+    def total(self) -> int:
+        """Total tokens, from `totalTokens` or the sum of the parts."""
+        return self.total_tokens or (self.input + self.output + self.cache_read + self.cache_write)
+
+
+UserBlock = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+AssistantBlock = Annotated[TextContent | ThinkingContent | ToolCall, Field(discriminator="type")]
+ContentBlock = TextContent | ThinkingContent | ImageContent | ToolCall
+
+
+class UserMessage(_Wire):
+    """A user turn; content is a plain string or text/image blocks."""
+
+    role: Literal["user"] = "user"
+    content: str | list[UserBlock]
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class AssistantMessage(_Wire):
+    """A model reply: text, thinking and tool calls."""
+
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantBlock]
+    api: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
+    error_message: str | None = None
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class ToolResultMessage(_Wire):
+    """The result of one tool call; `details` is UI-only and never reaches a model or summarizer."""
+
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str = Field(min_length=1)
+    tool_name: str = ""
+    content: list[UserBlock]
+    details: Any = None
+    is_error: bool = False
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class BashExecutionMessage(_Wire):
+    """A shell command the harness ran on the user's behalf."""
+
+    role: Literal["bashExecution"] = "bashExecution"
+    command: str
+    output: str = ""
+    exit_code: int | None = None
+    cancelled: bool = False
+    truncated: bool = False
+    full_output_path: str | None = None
+    exclude_from_context: bool = False
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class CustomMessage(_Wire):
+    """Extension-injected content that is part of the model context."""
+
+    role: Literal["custom"] = "custom"
+    custom_type: str
+    content: str | list[UserBlock]
+    display: bool = True
+    details: Any = None
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class BranchSummaryMessage(_Wire):
+    """Summary of a branch the conversation came back from."""
+
+    role: Literal["branchSummary"] = "branchSummary"
+    summary: str
+    from_id: str | None = None
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+class CompactionSummaryMessage(_Wire):
+    """Summary of history that compaction replaced."""
+
+    role: Literal["compactionSummary"] = "compactionSummary"
+    summary: str
+    tokens_before: int = 0
+    timestamp: int | None = None
+    _always_emit = ("role",)
+
+
+AgentMessage = Annotated[
+    Annotated[UserMessage, Tag("user")]
+    | Annotated[AssistantMessage, Tag("assistant")]
+    | Annotated[ToolResultMessage, Tag("toolResult")]
+    | Annotated[BashExecutionMessage, Tag("bashExecution")]
+    | Annotated[CustomMessage, Tag("custom")]
+    | Annotated[BranchSummaryMessage, Tag("branchSummary")]
+    | Annotated[CompactionSummaryMessage, Tag("compactionSummary")],
+    Discriminator("role"),
+]
+_BLOCK_TYPES = ("text", "thinking", "image", "toolCall")
+ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary")
+
+_MessageAdapter: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
+MessageListAdapter: TypeAdapter[list[AgentMessage]] = TypeAdapter(list[AgentMessage])
+
+
+def _describe(error: ValidationError, prefix: str) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        # Drop the union tags pydantic inserts (the role after the root, a block type after an index).
+        path = list(item["loc"])
+        kept = [
+            p
+            for i, p in enumerate(path)
+            if not (i == 0 and p in ROLES) and not (i > 0 and isinstance(path[i - 1], int) and p in _BLOCK_TYPES)
+        ]
+        loc = ".".join(str(p) for p in kept)
+        parts.append(f"{prefix}{('.' + loc) if loc else ''}: {item['msg']}")
+    more = error.error_count() - 5
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def parse_message(data: Any, *, where: str = "message") -> AgentMessage:
+    """Validate one message from a dict or a JSON string.
+
+    Raises:
+        InvalidMessageError: naming the offending field, e.g. ``message.content.0.text: Field required``.
+    """
+    if isinstance(data, UserMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage):
+        return data
+    if isinstance(data, CustomMessage | BranchSummaryMessage | CompactionSummaryMessage):
+        return data
+    if isinstance(data, str | bytes):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InvalidMessageError(f"{where}: not valid JSON ({exc.msg} at char {exc.pos})") from exc
+    if not isinstance(data, dict):
+        raise InvalidMessageError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    role = data.get("role")
+    if role not in ROLES:
+        raise InvalidMessageError(f"{where}.role: expected one of {', '.join(ROLES)}, got {role!r}")
+    try:
+        return _MessageAdapter.validate_python(data)
+    except ValidationError as exc:
+        raise InvalidMessageError(_describe(exc, where)) from exc
+
+
+def to_wire(message: AgentMessage) -> dict[str, Any]:
+    """The message as OpenClaw's JSON object (camelCase, only the keys that were set)."""
+    return message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+def message_to_json(message: AgentMessage) -> str:
+    """Compact JSON for the `messages.message_json` column.
+
+    Lone surrogates cannot be encoded as UTF-8, so a message holding one is written with ASCII escapes:
+    json.loads gives back exactly the same string either way.
+    """
+    wire = to_wire(message)
+    try:
+        text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(wire, ensure_ascii=True, separators=(",", ":"))
+
+
+def message_from_json(text: str) -> AgentMessage:
+    """Inverse of :func:`message_to_json`; a stored row that fails here is corruption, not input."""
+    return parse_message(text, where="stored message")
+
+
+def _block_text(block: Any, *, include_thinking: bool) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ThinkingContent):
+        return block.thinking if include_thinking else ""
+    if isinstance(block, ToolCall):
+        return f"{block.name}({json.dumps(block.arguments, ensure_ascii=False, sort_keys=True)})"
+    if isinstance(block, ImageContent):
+        return "[image]"
+    return ""
+
+
+def _join(blocks: Iterable[Any], *, include_thinking: bool) -> str:
+    return "\n".join(t for t in (_block_text(b, include_thinking=include_thinking) for b in blocks) if t)
+
+
+def flatten_text(message: AgentMessage, *, include_thinking: bool = True) -> str:
+    """Plain text of a message, for full-text search, token estimates and summarizer input."""
+    if isinstance(message, UserMessage | CustomMessage):
+        if isinstance(message.content, str):
+            return message.content
+        return _join(message.content, include_thinking=include_thinking)
+    if isinstance(message, AssistantMessage):
+        return _join(message.content, include_thinking=include_thinking)
+    if isinstance(message, ToolResultMessage):
+        return _join(message.content, include_thinking=include_thinking)
+    if isinstance(message, BashExecutionMessage):
+        return f"$ {message.command}\n{message.output}"
+    if isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        return message.summary
+    raise TypeError(f"not an AgentMessage: {type(message).__name__}")
+
+
+def tool_call_ids(message: AgentMessage) -> list[str]:
+    """Ids of the tool calls an assistant message makes (empty for other roles)."""
+    if isinstance(message, AssistantMessage):
+        return [b.id for b in message.content if isinstance(b, ToolCall)]
+    return []

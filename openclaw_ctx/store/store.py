@@ -1,0 +1,262 @@
+"""The Store: one AsyncEngine over aiosqlite per database file, its pragmas, transactions and schema checks.
+
+Engines never open connections; the registry's factory context hands them this object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from openclaw_ctx.errors import (
+    DatabaseCorruptError,
+    MigrationRequiredError,
+    SchemaTooNewError,
+    StoreError,
+)
+from openclaw_ctx.tokens import TokenCounter, get_counter
+
+__all__ = ["SchemaState", "Store", "alembic_config", "wrap_db_errors"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic config that points at the migrations shipped inside the installed package."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("migrations")))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url)
+    return cfg
+
+
+@contextlib.contextmanager
+def wrap_db_errors(path: str) -> Iterator[None]:
+    """Turn driver errors that mean 'this file is not a usable database' into clear StoreErrors."""
+    try:
+        yield
+    except (DBAPIError, sqlite3.DatabaseError) as exc:
+        message = str(getattr(exc, "orig", exc))
+        if "file is not a database" in message or "malformed" in message:
+            raise DatabaseCorruptError(f"{path}: the database is corrupt or not SQLite ({message})") from exc
+        if "unable to open database file" in message:
+            raise StoreError(f"{path}: cannot open the database file ({message})") from exc
+        raise
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """Where a database's schema stands relative to this code."""
+
+    current: str | None
+    head: str
+    known: bool
+
+    @property
+    def up_to_date(self) -> bool:
+        """True when the database is at this code's head revision."""
+        return self.current == self.head
+
+
+class Store:
+    """Owns the async engine for one SQLite database.
+
+    Use :meth:`open`; it checks the file, refuses a newer schema, upgrades an older one (unless
+    ``upgrade=False``) and returns a ready store. Writes go through :meth:`transaction`, which takes
+    the store's write lock and begins ``IMMEDIATE`` so concurrent writers queue instead of failing.
+    """
+
+    def __init__(self, engine: AsyncEngine, path: str, counter: TokenCounter) -> None:
+        self.engine = engine
+        self.path = path
+        self.counter = counter
+        self._write_lock = asyncio.Lock()
+
+    # --- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        upgrade: bool = True,
+        counter: TokenCounter | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> Store:
+        """Open (creating if needed) the database at `path` and bring its schema to head.
+
+        Raises:
+            DatabaseCorruptError: the file is not SQLite or is damaged.
+            SchemaTooNewError: the schema was written by a newer openclaw-ctx (the file is untouched).
+            MigrationRequiredError: the schema is older and `upgrade` is False.
+        """
+        path = _prepare_path(path)
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", **(engine_kwargs or {}))
+        _install_connection_hooks(engine)
+        store = cls(engine, path, counter or get_counter())
+        try:
+            state = await store.schema_state()
+            if not state.known:
+                raise SchemaTooNewError(
+                    f"{path}: schema revision {state.current} is newer than this openclaw-ctx "
+                    f"(head {state.head}); upgrade openclaw-ctx, the database was not touched"
+                )
+            if not state.up_to_date:
+                if not upgrade:
+                    raise MigrationRequiredError(
+                        f"{path}: schema at {state.current or 'empty'}, code expects {state.head}; "
+                        "run `openclaw-ctx db upgrade`"
+                    )
+                await store.upgrade("head")
+        except BaseException:
+            await engine.dispose()
+            raise
+        return store
+
+    async def close(self) -> None:
+        """Dispose of the engine (running ``PRAGMA optimize`` first)."""
+        with contextlib.suppress(SQLAlchemyError):
+            async with self.engine.connect() as conn:
+                await conn.exec_driver_sql("PRAGMA optimize")
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    # --- schema --------------------------------------------------------------------------------
+
+    async def schema_state(self) -> SchemaState:
+        """The database's Alembic revision compared with this code's."""
+        script = ScriptDirectory.from_config(alembic_config())
+        head = script.get_current_head()
+        assert head is not None
+        with wrap_db_errors(self.path):
+            async with self.engine.connect() as conn:
+                has_table = await conn.scalar(
+                    text("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'")
+                )
+                current = await conn.scalar(text("SELECT version_num FROM alembic_version")) if has_table else None
+        known = current is None or _revision_known(script, current)
+        return SchemaState(current=current, head=head, known=known)
+
+    async def upgrade(self, revision: str = "head") -> None:
+        """Run Alembic upgrade in-process on this store's connection."""
+        await self._alembic(lambda cfg: command.upgrade(cfg, revision))
+
+    async def downgrade(self, revision: str) -> None:
+        """Run Alembic downgrade in-process on this store's connection."""
+        await self._alembic(lambda cfg: command.downgrade(cfg, revision))
+
+    async def _alembic(self, action: Any) -> None:
+        def run(sync_conn: Connection) -> None:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = sync_conn
+            action(cfg)
+
+        with wrap_db_errors(self.path):
+            async with self._write_lock, self.engine.begin() as conn:
+                await conn.run_sync(run)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """One write transaction (``BEGIN IMMEDIATE``), committed on exit, rolled back on error.
+
+        The commit is shielded from caller cancellation: once the block has finished, a cancelled
+        caller cannot leave a half-committed write.
+        """
+        async with self._write_lock:
+            with wrap_db_errors(self.path):
+                conn = await self.engine.connect()
+                try:
+                    conn = await conn.execution_options(openclaw_begin="BEGIN IMMEDIATE")
+                    await conn.begin()
+                    try:
+                        yield conn
+                    except BaseException:
+                        await asyncio.shield(conn.rollback())
+                        raise
+                    await asyncio.shield(conn.commit())
+                finally:
+                    await asyncio.shield(conn.close())
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read transaction: one consistent snapshot for the block."""
+        with wrap_db_errors(self.path):
+            async with self.engine.connect() as conn, conn.begin():
+                yield conn
+
+
+def _revision_known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:
+        return False
+
+
+def _prepare_path(path: str | Path) -> str:
+    file = Path(path).expanduser()
+    _check_file(file)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return str(file)
+
+
+def _check_file(file: Path) -> None:
+    path = str(file)
+    if not file.exists() or file.stat().st_size == 0:
+        return
+    if file.is_dir():
+        raise StoreError(f"{path}: is a directory, not a database file")
+    with file.open("rb") as handle:
+        header = handle.read(16)
+    if header != _SQLITE_MAGIC:
+        raise DatabaseCorruptError(f"{path}: not an SQLite database (header {header[:16]!r})")
+
+
+def _install_connection_hooks(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        for pragma in (
+            f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA synchronous=NORMAL",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA cache_size=-65536",
+            "PRAGMA temp_store=MEMORY",
+            "PRAGMA mmap_size=268435456",
+        ):
+            try:
+                cursor.execute(pragma)
+            except sqlite3.DatabaseError as exc:
+                cursor.close()
+                raise OperationalError(pragma, {}, exc) from exc
+        cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("openclaw_begin", "BEGIN"))

@@ -1,0 +1,40 @@
+"""Shared fixtures: every test gets its own state dir and a real SQLite file through the real Store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from openclaw_ctx.store.store import Store
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point OpenClaw's state dir, config and database at the test's own tmp dir."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.delenv("OPENCLAW_CONFIG_PATH", raising=False)
+    monkeypatch.delenv("OPENCLAW_CTX_DB", raising=False)
+    monkeypatch.delenv("OPENCLAW_CTX_ENCODING", raising=False)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "LCM_SUMMARY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return state
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh database file path."""
+    return tmp_path / "ctx.db"
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[Store]:
+    """A migrated Store on a real SQLite file."""
+    s = await Store.open(db_path)
+    try:
+        yield s
+    finally:
+        await s.close()

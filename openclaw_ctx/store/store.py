@@ -105,28 +105,45 @@ class Store:
             SchemaTooNewError: the schema was written by a newer openclaw-ctx (the file is untouched).
             MigrationRequiredError: the schema is older and `upgrade` is False.
         """
-        path = _prepare_path(path)
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", **(engine_kwargs or {}))
-        _install_connection_hooks(engine)
-        store = cls(engine, path, counter or get_counter())
+        store = await cls.connect(path, counter=counter, engine_kwargs=engine_kwargs)
         try:
             state = await store.schema_state()
             if not state.known:
-                raise SchemaTooNewError(
-                    f"{path}: schema revision {state.current} is newer than this openclaw-ctx "
-                    f"(head {state.head}); upgrade openclaw-ctx, the database was not touched"
-                )
+                raise _too_new(store.path, state.current, state.head)
             if not state.up_to_date:
                 if not upgrade:
                     raise MigrationRequiredError(
-                        f"{path}: schema at {state.current or 'empty'}, code expects {state.head}; "
+                        f"{store.path}: schema at {state.current or 'empty'}, code expects {state.head}; "
                         "run `openclaw-ctx db upgrade`"
                     )
                 await store.upgrade("head")
         except BaseException:
-            await engine.dispose()
+            await store.engine.dispose()
             raise
         return store
+
+    @classmethod
+    async def connect(
+        cls,
+        path: str | Path,
+        *,
+        counter: TokenCounter | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> Store:
+        """Open the database at `path` without migrating it (``openclaw-ctx db …`` and ``doctor`` use this).
+
+        The file is checked before any connection with pragmas is made, so a foreign or newer
+        database is refused byte-for-byte untouched. An older or empty schema is left as it is.
+
+        Raises:
+            DatabaseCorruptError: the file is not SQLite or is damaged.
+            SchemaTooNewError: the schema was written by a newer openclaw-ctx (the file is untouched).
+        """
+        path = _prepare_path(path)
+        _refuse_newer(path)
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", **(engine_kwargs or {}))
+        _install_connection_hooks(engine)
+        return cls(engine, path, counter or get_counter())
 
     async def close(self) -> None:
         """Dispose of the engine (running ``PRAGMA optimize`` first)."""
@@ -212,6 +229,32 @@ def _revision_known(script: ScriptDirectory, revision: str) -> bool:
         return script.get_revision(revision) is not None
     except Exception:
         return False
+
+
+def _too_new(path: str, current: str | None, head: str) -> SchemaTooNewError:
+    return SchemaTooNewError(
+        f"{path}: schema revision {current} is newer than this openclaw-ctx "
+        f"(head {head}); upgrade openclaw-ctx, the database was not touched"
+    )
+
+
+def _refuse_newer(path: str) -> None:
+    """Read the revision over a read-only connection: the WAL pragma must not run on a file we refuse."""
+    file = Path(path)
+    if not file.exists() or file.stat().st_size == 0:
+        return
+    with (
+        wrap_db_errors(path),
+        contextlib.closing(sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)) as db,
+    ):
+        found = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'").fetchone()
+        current = db.execute("SELECT version_num FROM alembic_version").fetchone() if found else None
+    if current is None:
+        return
+    script = ScriptDirectory.from_config(alembic_config())
+    if not _revision_known(script, current[0]):
+        head = script.get_current_head()
+        raise _too_new(path, current[0], head or "?")
 
 
 def _prepare_path(path: str | Path) -> str:

@@ -355,7 +355,7 @@ async def _ids_by_seq(conn: AsyncConnection, session_key: str, seqs: list[int]) 
             Message.session_key == session_key, Message.seq.between(min(seqs), max(seqs))
         )
     )
-    by_seq = dict(rows.tuples().all())
+    by_seq = {seq: message_id for seq, message_id in rows}
     return [by_seq[s] for s in seqs]
 
 

@@ -1,0 +1,574 @@
+"""The host runtime: OpenClaw's embedded runner, as a library any agent loop can use.
+
+One turn:
+  resolve the engine (once per Runtime) → `bootstrap` the first time the engine sees the session →
+  `assemble` (the pipeline messages if it throws) → prepend `systemPromptAddition` → pre-prompt
+  overflow precheck (skipped for engines that own compaction unless `preassembly_may_overflow`) →
+  the model/tool loop → persist every new message (the host persists, whatever the engine) →
+  `afterTurn`, or `ingestBatch`, or `ingest` one by one → built-in auto-compaction for engines that
+  do not own compaction.
+
+Overflow recovery: up to 3 compactions through the engine's `compact()`, then one truncation of
+oversized tool results, then ContextOverflowError ("… Try /reset …"). Turns on one session key are
+serialised; different keys run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from openclaw_ctx.config import CompactionSettings, OpenClawConfig
+from openclaw_ctx.context import pipeline_messages
+from openclaw_ctx.contract import (
+    AfterTurnParams,
+    AssembleParams,
+    AssembleResult,
+    BootstrapParams,
+    CompactParams,
+    CompactResult,
+    ContextEngine,
+    EngineContext,
+    IngestBatchParams,
+    IngestParams,
+    PrepareSubagentSpawnParams,
+    SubagentEndedParams,
+    SubagentEndReason,
+    supports,
+)
+from openclaw_ctx.errors import ContextOverflowError
+from openclaw_ctx.host import EMBEDDED_HOST, HostInfo, assert_host_support
+from openclaw_ctx.messages import AgentMessage, AssistantMessage, ToolCall, UserMessage, flatten_text
+from openclaw_ctx.model import Model, ModelRequest, ToolExecutor, ToolSpec
+from openclaw_ctx.precheck import estimate_text_tokens, precheck, reducible_tool_chars, truncate_tool_results
+from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
+from openclaw_ctx.runtime_settings import RuntimeSettings, build_runtime_settings
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize.base import Summarizer
+
+__all__ = ["OVERFLOW_MESSAGE", "Runtime", "TurnResult"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MAX_OVERFLOW_COMPACTIONS = 3
+MAX_TOOL_STEPS = 64
+OVERFLOW_MESSAGE = (
+    "Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh session, "
+    "or use a larger-context model."
+)
+EntryIds = Callable[[AgentMessage], str | None]
+
+
+@dataclass
+class TurnResult:
+    """What one turn did."""
+
+    session_key: str
+    session_id: str
+    new_messages: list[AgentMessage]
+    assembled_tokens: int
+    engine_id: str
+    compactions: list[CompactResult] = field(default_factory=list)
+    overflow_recoveries: int = 0
+    system_prompt: str = ""
+
+
+def new_entry_id() -> str:
+    """An 8-hex transcript entry id, as OpenClaw writes them."""
+    return secrets.token_hex(4)
+
+
+class Runtime:
+    """Runs turns for session keys against one Store and one engine slot.
+
+    Create with :meth:`create`. The engine is resolved once per Runtime (a gateway process in
+    OpenClaw's terms); a failing plugin engine is quarantined and turns continue on legacy.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        resolved: ResolvedEngine,
+        *,
+        config: OpenClawConfig,
+        model: Model,
+        tools: ToolExecutor | None = None,
+        tool_specs: Sequence[ToolSpec] = (),
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
+        system_prompt: str = "You are a helpful coding agent.",
+        host: HostInfo = EMBEDDED_HOST,
+        compaction_timeout_s: float | None = None,
+    ) -> None:
+        self.store = store
+        self.resolved = resolved
+        self.config = config
+        self.model = model
+        self.tools = tools
+        self.tool_specs = list(tool_specs)
+        self.context_window = context_window or model.context_window
+        self.max_output_tokens = max_output_tokens
+        self.system_prompt = system_prompt
+        self.host = host
+        self.settings = _scaled_settings(config.agents.defaults.compaction, self.context_window)
+        self.compaction_timeout_s = compaction_timeout_s or self.settings.timeout_seconds
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @classmethod
+    async def create(
+        cls,
+        store: Store,
+        *,
+        config: OpenClawConfig | None = None,
+        model: Model,
+        summarizer: Summarizer | None = None,
+        agent_dir: str | None = None,
+        workspace_dir: str | None = None,
+        **kwargs: Any,
+    ) -> Runtime:
+        """Resolve the slot's engine with the store in its factory context, then build the runtime.
+
+        Raises:
+            HostRequirementError: the engine needs a capability this host lacks (fails closed, before any work).
+        """
+        config = config or OpenClawConfig()
+        engine_id, _source = config.slot_engine()
+        entry = config.entry(engine_id)
+        ctx = EngineContext(
+            config=entry.config if entry else None,
+            agent_dir=agent_dir,
+            workspace_dir=workspace_dir,
+            store=store,
+            openclaw_config=config,
+            summarizer=summarizer,
+        )
+        resolved = await resolve_context_engine(config, ctx)
+        host: HostInfo = kwargs.get("host", EMBEDDED_HOST)
+        assert_host_support(resolved.engine.info, "agent-run", host)
+        return cls(store, resolved, config=config, model=model, **kwargs)
+
+    @property
+    def engine(self) -> ContextEngine:
+        """The (wrapped) engine turns run on."""
+        return self.resolved.engine
+
+    @property
+    def owns_compaction(self) -> bool:
+        """Whether the active engine manages its own compaction and admission."""
+        return bool(self.engine.info.owns_compaction)
+
+    def runtime_settings(self) -> RuntimeSettings:
+        """The read-only runtimeSettings snapshot for this runtime's hooks."""
+        return build_runtime_settings(
+            selected_engine_id=self.resolved.engine_id,
+            selection_source=self.resolved.source,
+            requested_model=self.model.name,
+            resolved_model=self.model.name,
+            provider=self.model.provider,
+            execution_host_id=self.host.id,
+            execution_host_label=self.host.label,
+            prompt_token_budget=self.prompt_budget,
+            max_output_tokens=self.max_output_tokens,
+        )
+
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens the prompt may use: window minus the compaction reserve."""
+        return max(1, self.context_window - self.settings.effective_reserve())
+
+    def _lock(self, session_key: str) -> asyncio.Lock:
+        return self._locks.setdefault(session_key, asyncio.Lock())
+
+    # --- a turn ---------------------------------------------------------------------------------
+
+    async def run_turn(
+        self,
+        session_key: str,
+        prompt: str | UserMessage,
+        *,
+        entry_ids: EntryIds | None = None,
+        is_heartbeat: bool = False,
+    ) -> TurnResult:
+        """Run one user turn on `session_key` and persist everything it produced."""
+        user = prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt, timestamp=_now_ms())
+        async with self._lock(session_key):
+            return await self._run_turn(session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
+
+    async def _run_turn(self, key: str, user: UserMessage, entry_ids: EntryIds, is_heartbeat: bool) -> TurnResult:
+        session = await self._session(key)
+        await self._bootstrap_once(session)
+        compactions: list[CompactResult] = []
+        recoveries = 0
+        truncated = False
+        turn: list[AgentMessage] = []
+        while True:
+            session = await self._session(key)
+            history, known = await self._history(session)
+            assembled, assembled_ok = await self._assemble(session, history, user)
+            system_prompt = _join_prompt(assembled.system_prompt_addition, self.system_prompt)
+            outgoing = list(assembled.messages) + [user] + turn
+            if truncated:
+                outgoing = truncate_tool_results(outgoing)
+            estimate = _estimate(outgoing, known, system_prompt)
+            if assembled.estimated_tokens:
+                estimate = max(estimate, assembled.estimated_tokens + _estimate([user, *turn], known, system_prompt))
+            try:
+                if self._precheck_applies(assembled, assembled_ok):
+                    self._run_precheck(assembled, history, known, outgoing, estimate, system_prompt)
+                await self._model_loop(outgoing, turn, system_prompt, key)
+                break
+            except ContextOverflowError as exc:
+                log.info("context overflow on %s: %s", key, exc.detail)
+                if recoveries < MAX_OVERFLOW_COMPACTIONS:
+                    recoveries += 1
+                    result = await self._compact(session, trigger="overflow", target="budget", force=True)
+                    compactions.append(result)
+                    if result.ok and result.compacted and not _no_progress(result):
+                        continue
+                    recoveries = MAX_OVERFLOW_COMPACTIONS  # no progress: stop compacting, try truncation
+                if not truncated:
+                    truncated = True
+                    continue
+                # The turn failed, but what the user said (and any partial reply) is kept.
+                await self._persist(await self._session(key), [user, *turn], entry_ids, is_heartbeat)
+                raise ContextOverflowError(OVERFLOW_MESSAGE, kind="context_overflow") from exc
+        session = await self._session(key)
+        new_messages = [user, *turn]
+        await self._persist(session, new_messages, entry_ids, is_heartbeat)
+        await self._after_turn(session, history, new_messages, is_heartbeat)
+        auto = await self._auto_compact(key)
+        if auto is not None:
+            compactions.append(auto)
+        session = await self._session(key)
+        return TurnResult(
+            session_key=key,
+            session_id=session.session_id,
+            new_messages=new_messages,
+            assembled_tokens=estimate,
+            engine_id=self.engine.info.id,
+            compactions=compactions,
+            overflow_recoveries=recoveries,
+            system_prompt=system_prompt,
+        )
+
+    async def _session(self, key: str) -> repo.SessionRow:
+        async with self.store.transaction() as conn:
+            return await repo.ensure_session(conn, key, engine_id=self.engine.info.id)
+
+    async def _history(self, session: repo.SessionRow) -> tuple[list[AgentMessage], dict[int, int]]:
+        async with self.store.read() as conn:
+            entries = await repo.load_context(conn, session.session_id)
+        messages = pipeline_messages(entries)
+        # Stored counts keyed by object identity: the host's estimate never re-tokenizes history.
+        known = {id(m): e.token_count for m, e in zip(messages, entries, strict=True)}
+        return messages, known
+
+    async def _bootstrap_once(self, session: repo.SessionRow) -> None:
+        if not supports(self.engine, "bootstrap"):
+            return
+        engine_id = self.engine.info.id
+        mark = f"bootstrapped:{session.session_id}"
+        async with self.store.read() as conn:
+            if await repo.get_engine_state(conn, engine_id, session.session_key, mark):
+                return
+        try:
+            await self.engine.bootstrap(  # type: ignore[attr-defined]
+                BootstrapParams(
+                    session_id=session.session_id,
+                    session_key=session.session_key,
+                    session_file=session.session_file,
+                    runtime_settings=self.runtime_settings(),
+                )
+            )
+        except Exception as exc:  # OpenClaw only warns: a failed bootstrap never blocks the turn
+            log.warning("context engine bootstrap failed for %s: %s", session.session_key, exc)
+            return
+        async with self.store.transaction() as conn:
+            await repo.set_engine_state(conn, engine_id, session.session_key, mark, True)
+
+    async def _assemble(
+        self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage
+    ) -> tuple[AssembleResult, bool]:
+        try:
+            result = await self.engine.assemble(
+                AssembleParams(
+                    session_id=session.session_id,
+                    session_key=session.session_key,
+                    messages=history,
+                    token_budget=self.prompt_budget,
+                    available_tools=frozenset(t.name for t in self.tool_specs),
+                    model=self.model.name,
+                    prompt=flatten_text(user),
+                    runtime_settings=self.runtime_settings(),
+                )
+            )
+            return result, True
+        except Exception as exc:
+            log.warning("context engine assemble failed, using pipeline messages: %s", exc)
+            return AssembleResult(messages=history, estimated_tokens=0), False
+
+    def _precheck_applies(self, assembled: AssembleResult, assembled_ok: bool) -> bool:
+        if assembled.prompt_authority == "preassembly_may_overflow":
+            return True
+        return not (self.owns_compaction and assembled_ok)
+
+    def _run_precheck(
+        self,
+        assembled: AssembleResult,
+        history: list[AgentMessage],
+        known: dict[int, int],
+        outgoing: list[AgentMessage],
+        estimate: int,
+        system_prompt: str,
+    ) -> None:
+        if assembled.prompt_authority == "preassembly_may_overflow":
+            estimate = max(estimate, _estimate(history, known, system_prompt))
+        result = precheck(
+            estimate,
+            context_window=self.context_window,
+            reserve_tokens=self.settings.effective_reserve(),
+            reducible_chars=reducible_tool_chars(outgoing),
+        )
+        if result.route != "fits":
+            raise ContextOverflowError("Context overflow: prompt too large for the model (precheck).")
+
+    async def _model_loop(
+        self, outgoing: list[AgentMessage], produced: list[AgentMessage], system_prompt: str, key: str
+    ) -> None:
+        """Model ↔ tools until the model stops asking; appends to `produced` so an overflow keeps progress."""
+        messages = list(outgoing)
+        if produced and isinstance(produced[-1], AssistantMessage):
+            if not any(isinstance(b, ToolCall) for b in produced[-1].content):
+                return
+        for _ in range(MAX_TOOL_STEPS):
+            reply = await self.model.complete(
+                ModelRequest(
+                    system_prompt=system_prompt,
+                    messages=list(messages),
+                    tools=self.tool_specs,
+                    max_output_tokens=self.max_output_tokens,
+                    session_key=key,
+                )
+            )
+            produced.append(reply)
+            messages.append(reply)
+            calls = [b for b in reply.content if isinstance(b, ToolCall)]
+            if not calls or self.tools is None:
+                return
+            for call in calls:
+                result = await self.tools(call)
+                produced.append(result)
+                messages.append(result)
+        log.warning("turn on %s stopped after %d tool steps", key, MAX_TOOL_STEPS)
+
+    async def _persist(
+        self, session: repo.SessionRow, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
+    ) -> None:
+        items = [
+            repo.NewMessage(message=m, entry_id=entry_ids(m) or new_entry_id(), is_heartbeat=is_heartbeat)
+            for m in messages
+        ]
+        async with self.store.transaction() as conn:
+            await repo.append_messages(conn, session, items, self.store.counter)
+
+    async def _after_turn(
+        self,
+        session: repo.SessionRow,
+        history: list[AgentMessage],
+        new_messages: list[AgentMessage],
+        is_heartbeat: bool,
+    ) -> None:
+        engine = self.engine
+        try:
+            if supports(engine, "after_turn"):
+                await engine.after_turn(
+                    AfterTurnParams(
+                        session_id=session.session_id,
+                        session_key=session.session_key,
+                        session_file=session.session_file,
+                        messages=[*history, *new_messages],
+                        pre_prompt_message_count=len(history),
+                        is_heartbeat=is_heartbeat,
+                        token_budget=self.prompt_budget,
+                        runtime_settings=self.runtime_settings(),
+                    )
+                )
+            elif supports(engine, "ingest_batch"):
+                await engine.ingest_batch(
+                    IngestBatchParams(
+                        session_id=session.session_id,
+                        session_key=session.session_key,
+                        messages=new_messages,
+                        is_heartbeat=is_heartbeat,
+                    )
+                )
+            else:
+                for message in new_messages:
+                    await engine.ingest(
+                        IngestParams(
+                            session_id=session.session_id,
+                            session_key=session.session_key,
+                            message=message,
+                            is_heartbeat=is_heartbeat,
+                        )
+                    )
+        except Exception as exc:  # finalization failure is reported, never loses the persisted turn
+            log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
+
+    async def _auto_compact(self, key: str) -> CompactResult | None:
+        """The built-in auto-compaction for engines that do not own compaction."""
+        if self.owns_compaction or not self.settings.enabled:
+            return None
+        session = await self._session(key)
+        async with self.store.read() as conn:
+            tokens = await repo.context_tokens(conn, session.session_id)
+        if tokens <= self.context_window - self.settings.effective_reserve():
+            return None
+        return await self._compact(session, trigger="budget", target="budget", force=False, current=tokens)
+
+    # --- compaction --------------------------------------------------------------------------------
+
+    async def compact(
+        self, session_key: str, *, instructions: str | None = None, target: str = "threshold"
+    ) -> CompactResult:
+        """`/compact [instructions]`: manual compaction through the active engine."""
+        async with self._lock(session_key):
+            session = await self._session(session_key)
+            return await self._compact(session, trigger="manual", target=target, force=True, instructions=instructions)
+
+    async def _compact(
+        self,
+        session: repo.SessionRow,
+        *,
+        trigger: str,
+        target: str,
+        force: bool,
+        instructions: str | None = None,
+        current: int | None = None,
+    ) -> CompactResult:
+        if current is None:
+            async with self.store.read() as conn:
+                current = await repo.context_tokens(conn, session.session_id)
+        params: dict[str, Any] = {
+            "session_id": session.session_id,
+            "session_key": session.session_key,
+            "session_file": session.session_file,
+            "token_budget": self.prompt_budget,
+            "force": force,
+            "current_token_count": current,
+            "compaction_target": target,
+            "custom_instructions": instructions,
+            "runtime_context": {"trigger": trigger, "currentTokenCount": current},
+        }
+        if force and trigger == "manual":
+            params["force_reason"] = "manual"
+        if self.owns_compaction:
+            params["runtime_settings"] = self.runtime_settings()
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.compaction_timeout_s):
+                result = await self.engine.compact(CompactParams(**params))
+        except TimeoutError:
+            result = CompactResult(ok=False, compacted=False, reason=f"timed out after {self.compaction_timeout_s}s")
+        except Exception as exc:  # a throwing compact() is a failed compaction, not a crashed turn
+            result = CompactResult(ok=False, compacted=False, reason=f"{type(exc).__name__}: {exc}")
+        log.info(
+            "compaction on %s (%s): ok=%s compacted=%s in %.0f ms",
+            session.session_key,
+            trigger,
+            result.ok,
+            result.compacted,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+
+    # --- sub-agents --------------------------------------------------------------------------------
+
+    async def spawn_subagent(
+        self,
+        parent_session_key: str,
+        child_session_key: str,
+        start: Callable[[], Awaitable[T]],
+        *,
+        context_mode: str = "isolated",
+        light_context: bool = False,
+        ttl_ms: int | None = None,
+    ) -> T:
+        """Prepare engine state for a child run, start it, and roll back if starting fails.
+
+        A light-context isolated spawn skips `prepareSubagentSpawn` on purpose (the child starts
+        from a light bootstrap context). Call :meth:`end_subagent` when the child finishes.
+        """
+        preparation = None
+        if supports(self.engine, "prepare_subagent_spawn") and not (light_context and context_mode == "isolated"):
+            parent = await self._session(parent_session_key)
+            preparation = await self.engine.prepare_subagent_spawn(
+                PrepareSubagentSpawnParams(
+                    parent_session_key=parent_session_key,
+                    child_session_key=child_session_key,
+                    context_mode=context_mode,  # type: ignore[arg-type]
+                    parent_session_id=parent.session_id,
+                    parent_session_file=parent.session_file,
+                    ttl_ms=ttl_ms,
+                )
+            )
+        try:
+            return await start()
+        except BaseException:
+            if preparation is not None:
+                await preparation.rollback()
+            raise
+
+    async def end_subagent(self, child_session_key: str, reason: SubagentEndReason = "completed") -> None:
+        """Tell the engine a sub-agent session ended."""
+        if supports(self.engine, "on_subagent_ended"):
+            await self.engine.on_subagent_ended(SubagentEndedParams(child_session_key=child_session_key, reason=reason))
+
+    async def dispose(self) -> None:
+        """Release the engine (gateway shutdown); the store is the caller's to close."""
+        if supports(self.engine, "dispose"):
+            await self.engine.dispose()
+
+
+def _scaled_settings(settings: CompactionSettings, window: int) -> CompactionSettings:
+    """OpenClaw's defaults assume 100k+ windows; keep reserve and keep-recent sensible for small ones."""
+    explicit = settings.model_fields_set
+    update: dict[str, int] = {}
+    if (
+        "reserve_tokens" not in explicit
+        and "reserve_tokens_floor" not in explicit
+        and settings.effective_reserve() > window // 4
+    ):
+        update.update(reserve_tokens=window // 4, reserve_tokens_floor=0)
+    if "keep_recent_tokens" not in explicit and settings.keep_recent_tokens > window // 4:
+        update["keep_recent_tokens"] = window // 4
+    return settings.model_copy(update=update) if update else settings
+
+
+def _estimate(messages: Sequence[AgentMessage], known: dict[int, int], system_prompt: str) -> int:
+    total = estimate_text_tokens(system_prompt)
+    for m in messages:
+        stored = known.get(id(m))
+        total += stored if stored is not None else estimate_text_tokens(flatten_text(m))
+    return total
+
+
+def _join_prompt(addition: str | None, base: str) -> str:
+    return f"{addition}\n\n{base}" if addition else base
+
+
+def _no_progress(result: CompactResult) -> bool:
+    # OpenClaw #150447: a compaction that saved nothing must not burn the recovery budget in a loop.
+    detail = result.result
+    return detail is not None and detail.tokens_after is not None and detail.tokens_after >= detail.tokens_before
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,250 @@
+"""Which provider and model to use, from openclaw.json and the environment; keys stay in memory only.
+
+Summary model, first match wins (the lossless-claw order): the caller's argument → ``LCM_SUMMARY_MODEL`` →
+``plugins.entries["lossless-claw"].config.summaryModel`` → ``agents.defaults.compaction.model`` →
+``agents.defaults.model``. The provider follows the same order (``LCM_SUMMARY_PROVIDER``, ``summaryProvider``,
+``compaction.provider``), else a ``provider/model`` prefix, else ``claude*`` → anthropic, else openai.
+Turn model: the argument → ``agents.defaults.model``.
+
+Base URL: ``LCM_SUMMARY_BASE_URL`` (summaries only) → ``models.providers.<p>.baseUrl`` → ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL`` (for those two providers) → the provider's default (Ollama, vLLM, LM Studio and
+llama.cpp have local defaults). Key: ``models.providers.<p>.apiKey`` → ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``;
+required only for the providers' own cloud endpoints. Keys are wrapped in :class:`~.http.Secret` at once:
+they are never logged, never in a repr, never written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.errors import ConfigError
+from openclaw_ctx.model import Model
+from openclaw_ctx.providers.anthropic import ANTHROPIC_BASE_URL, AnthropicClient, AnthropicModel
+from openclaw_ctx.providers.http import ChatClient, Secret
+from openclaw_ctx.providers.openai import OPENAI_BASE_URL, OpenAIChatModel, OpenAIClient
+from openclaw_ctx.providers.resilience import CircuitBreaker, SpendGuard
+from openclaw_ctx.summarize.base import Summarizer
+from openclaw_ctx.summarize.llm import LLMSummarizer
+
+__all__ = ["CONFIGURE_HELP", "ProviderSpec", "resolve_model", "resolve_summarizer", "resolve_summary_specs"]
+
+Api = Literal["openai", "anthropic"]
+PLUGIN_ID = "lossless-claw"
+_PROVIDERS: dict[str, tuple[Api, str]] = {
+    "openai": ("openai", OPENAI_BASE_URL),
+    "anthropic": ("anthropic", ANTHROPIC_BASE_URL),
+    "ollama": ("openai", "http://127.0.0.1:11434/v1"),
+    "vllm": ("openai", "http://127.0.0.1:8000/v1"),
+    "lmstudio": ("openai", "http://127.0.0.1:1234/v1"),
+    "llamacpp": ("openai", "http://127.0.0.1:8080/v1"),
+}
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+_CLOUD_HOSTS = {"api.openai.com", "api.anthropic.com"}
+_WINDOWS: dict[Api, int] = {"openai": 128_000, "anthropic": 200_000}
+
+CONFIGURE_HELP = """No model provider is configured. Configure one with either:
+  environment:  OPENAI_API_KEY (+ OPENAI_BASE_URL for Ollama, vLLM, llama.cpp, LM Studio)
+                or ANTHROPIC_API_KEY (+ ANTHROPIC_BASE_URL), and name a model with --model
+                (summaries: LCM_SUMMARY_MODEL, LCM_SUMMARY_PROVIDER, LCM_SUMMARY_BASE_URL)
+  openclaw.json: agents.defaults.model = "openai/gpt-4o-mini" (or "anthropic/claude-...", "ollama/llama3.1"),
+                agents.defaults.compaction.{model,provider},
+                plugins.entries["lossless-claw"].config.{summaryModel,summaryProvider},
+                models.providers.<name>.{baseUrl,apiKey}"""
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One resolved provider + model; `source` names where the model came from (for status output)."""
+
+    provider: str
+    api: Api
+    model: str
+    base_url: str
+    source: str
+    api_key: Secret | None = field(default=None, repr=False, compare=False)
+
+    def client(self, **transport: Any) -> ChatClient:
+        """A ChatClient for this spec (`transport`: ProviderTransport options)."""
+        if self.api == "anthropic":
+            return AnthropicClient(base_url=self.base_url, api_key=self.api_key, provider=self.provider, **transport)
+        return OpenAIClient(base_url=self.base_url, api_key=self.api_key, provider=self.provider, **transport)
+
+
+def _provider_table(config: OpenClawConfig) -> dict[str, dict[str, Any]]:
+    models = (config.model_extra or {}).get("models")
+    providers = models.get("providers") if isinstance(models, dict) else None
+    return {k: v for k, v in providers.items() if isinstance(v, dict)} if isinstance(providers, dict) else {}
+
+
+def _split_ref(ref: str, known: set[str]) -> tuple[str | None, str]:
+    """``"anthropic/claude-x"`` → ("anthropic", "claude-x"); an unknown prefix (``meta-llama/…``) stays in the id."""
+    head, sep, tail = ref.partition("/")
+    return (head, tail) if sep and head in known and tail else (None, ref)
+
+
+def _spec(
+    config: OpenClawConfig,
+    env: Mapping[str, str],
+    ref: str,
+    provider: str | None,
+    source: str,
+    base_url: str | None = None,
+) -> ProviderSpec:
+    table = _provider_table(config)
+    prefix, model = _split_ref(ref.strip(), set(_PROVIDERS) | set(table))
+    name = (provider or prefix or "").strip().lower()
+    if not name:
+        name = "anthropic" if model.lower().startswith("claude") else "openai"
+    entry = table.get(name, {})
+    known = _PROVIDERS.get(name)
+    api_field = str(entry.get("api", ""))
+    api: Api = "anthropic" if "anthropic" in api_field else ("openai" if api_field else (known or ("openai", ""))[0])
+    url = base_url or entry.get("baseUrl") or (env.get(_URL_ENV[name]) if name in _URL_ENV else None)
+    url = url or (known[1] if known else None)
+    if not url:
+        raise ConfigError(
+            f"provider {name!r} (model {model!r}, from {source}): no base URL; set models.providers.{name}.baseUrl"
+        )
+    raw_key = entry.get("apiKey") or env.get(_KEY_ENV.get(name, ""), "") or None
+    if raw_key is None and urlsplit(url).hostname in _CLOUD_HOSTS:
+        where = _KEY_ENV.get(name, f"models.providers.{name}.apiKey")
+        raise ConfigError(f"provider {name!r} (model {model!r}, from {source}) needs an API key: set {where}")
+    key = Secret(str(raw_key)) if raw_key else None
+    return ProviderSpec(provider=name, api=api, model=model, base_url=str(url), source=source, api_key=key)
+
+
+def _plugin_config(config: OpenClawConfig) -> dict[str, Any]:
+    entry = config.entry(PLUGIN_ID)
+    return dict(entry.config) if entry is not None else {}
+
+
+def _first(*candidates: tuple[Any, str]) -> tuple[str, str] | None:
+    for value, source in candidates:
+        if isinstance(value, str) and value.strip():
+            return value.strip(), source
+    return None
+
+
+def resolve_summary_specs(
+    config: OpenClawConfig,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[ProviderSpec]:
+    """The summary provider and its fallbacks, in order (empty when no summary model is configured).
+
+    Raises:
+        ConfigError: a configured provider cannot be used as written (no key for a cloud endpoint, …).
+    """
+    env = os.environ if env is None else env
+    plugin = _plugin_config(config)
+    compaction = config.agents.defaults.compaction
+    found = _first(
+        (model, "argument"),
+        (env.get("LCM_SUMMARY_MODEL"), "LCM_SUMMARY_MODEL"),
+        (plugin.get("summaryModel"), f"plugins.entries.{PLUGIN_ID}.config.summaryModel"),
+        (compaction.model, "agents.defaults.compaction.model"),
+        (config.agents.defaults.model, "agents.defaults.model"),
+    )
+    if found is None:
+        return []
+    named = _first(
+        (provider, "argument"),
+        (env.get("LCM_SUMMARY_PROVIDER"), "LCM_SUMMARY_PROVIDER"),
+        (plugin.get("summaryProvider"), "summaryProvider"),
+        (compaction.provider, "compaction.provider"),
+    )
+    ref, source = found
+    specs = [_spec(config, env, ref, named[0] if named else None, source, env.get("LCM_SUMMARY_BASE_URL") or None)]
+    raw = env.get("LCM_FALLBACK_PROVIDERS")
+    fallbacks: Any = [s for s in raw.split(",") if s.strip()] if raw else plugin.get("fallbackProviders") or []
+    for item in fallbacks if isinstance(fallbacks, list) else []:
+        if isinstance(item, dict) and item.get("model"):
+            specs.append(_spec(config, env, str(item["model"]), item.get("provider"), "fallbackProviders"))
+        elif isinstance(item, str) and item.strip():
+            specs.append(_spec(config, env, item, None, "fallbackProviders"))
+    return specs
+
+
+def _number(env: Mapping[str, str], plugin: Mapping[str, Any], key: str, default: float) -> float:
+    """A numeric plugin setting; ``LCM_<UPPER_SNAKE>`` in the environment overrides the plugin config."""
+    name = "LCM_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
+    raw: Any = env.get(name, plugin.get(key, default))
+    try:
+        return float(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} / plugins.entries.{PLUGIN_ID}.config.{key}: expected a number, got {raw!r}") from exc
+
+
+def resolve_summarizer(
+    config: OpenClawConfig,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **transport: Any,
+) -> Summarizer | None:
+    """An LLMSummarizer for the configured summary model and fallbacks, or None when none is configured.
+
+    Timeout, circuit breaker and spend guard come from the lossless-claw plugin config (``summaryTimeoutMs``,
+    ``circuitBreakerThreshold``/``CooldownMs``, ``summaryCallWindowMs``, ``summaryMaxCallsPerWindow``,
+    ``summarySpendBackoffMs``) or their ``LCM_*`` variables; `transport` overrides any ProviderTransport option.
+
+    Raises:
+        ConfigError: as for :func:`resolve_summary_specs`, or a non-numeric setting.
+    """
+    env = os.environ if env is None else env
+    specs = resolve_summary_specs(config, model=model, provider=provider, env=env)
+    if not specs:
+        return None
+    plugin = _plugin_config(config)
+    guard = SpendGuard(
+        max_calls=int(_number(env, plugin, "summaryMaxCallsPerWindow", 24)),
+        window_s=_number(env, plugin, "summaryCallWindowMs", 600_000) / 1000,
+        backoff_s=_number(env, plugin, "summarySpendBackoffMs", 1_800_000) / 1000,
+    )
+    threshold = int(_number(env, plugin, "circuitBreakerThreshold", 5))
+    cooldown_s = _number(env, plugin, "circuitBreakerCooldownMs", 1_800_000) / 1000
+    breakers = {s.provider: CircuitBreaker(s.provider, threshold=threshold, cooldown_s=cooldown_s) for s in specs}
+    options: dict[str, Any] = {"timeout_s": _number(env, plugin, "summaryTimeoutMs", 60_000) / 1000}
+    options.update(transport)
+    clients = [s.client(**{"breaker": breakers[s.provider], "spend_guard": guard, **options}) for s in specs]
+    return LLMSummarizer(
+        clients[0], specs[0].model, fallbacks=[(c, s.model) for c, s in zip(clients[1:], specs[1:], strict=True)]
+    )
+
+
+def resolve_model(
+    config: OpenClawConfig,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **transport: Any,
+) -> Model | None:
+    """The turn Model: `model` (``provider/model`` accepted) or ``agents.defaults.model``; None when neither.
+
+    The context window is ``agents.defaults.contextWindow`` or the API family's default.
+
+    Raises:
+        ConfigError: the provider cannot be used as written.
+    """
+    env = os.environ if env is None else env
+    found = _first((model, "argument"), (config.agents.defaults.model, "agents.defaults.model"))
+    if found is None:
+        return None
+    spec = _spec(config, env, found[0], provider, found[1])
+    window = config.agents.defaults.context_window or _WINDOWS[spec.api]
+    client = spec.client(**{"timeout_s": 300.0, **transport})
+    if isinstance(client, AnthropicClient):
+        return AnthropicModel(client, spec.model, context_window=window)
+    assert isinstance(client, OpenAIClient)
+    return OpenAIChatModel(client, spec.model, context_window=window)

@@ -1,0 +1,248 @@
+"""The Store on a real SQLite file: pragmas, bad files, FTS in the same transaction, RESTRICT edges,
+idempotent appends, concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+
+from openclaw_ctx.errors import DatabaseCorruptError, StoreError
+from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.store import BUSY_TIMEOUT_MS, Store
+
+
+def user(text_value: str) -> UserMessage:
+    return UserMessage(content=text_value, timestamp=1_700_000_000_000)
+
+
+async def seed(store: Store, key: str, texts: list[str]) -> tuple[repo.SessionRow, list[repo.AppendResult]]:
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, key)
+        items = [repo.NewMessage(user(t), entry_id=f"e{i}") for i, t in enumerate(texts)]
+        results = await repo.append_messages(conn, session, items, store.counter)
+    return session, results
+
+
+# --- pragmas -------------------------------------------------------------------------------------
+
+
+async def test_every_connection_has_the_pragmas(store: Store) -> None:
+    async with store.read() as conn:
+        values = {
+            name: await conn.scalar(text(f"PRAGMA {name}"))
+            for name in ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
+        }
+    assert values == {"journal_mode": "wal", "foreign_keys": 1, "synchronous": 1, "busy_timeout": BUSY_TIMEOUT_MS}
+    assert BUSY_TIMEOUT_MS >= 1000
+
+
+# --- files that are not databases ----------------------------------------------------------------
+
+
+def write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
+def read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+async def make_db(path: Path) -> bytes:
+    store = await Store.open(path)
+    await seed(store, "k", ["hello"] * 50)
+    await store.close()
+    return read(path)
+
+
+async def test_text_file_is_refused_clearly_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    write(path, b"just some notes\n")
+    with pytest.raises(DatabaseCorruptError, match=r"notes\.txt: not an SQLite database"):
+        await Store.open(path)
+    assert read(path) == b"just some notes\n"
+
+
+@pytest.mark.parametrize("damage", ["pages", "truncated", "header_only"])
+async def test_damaged_sqlite_file_is_refused_clearly(tmp_path: Path, damage: str) -> None:
+    good = await make_db(tmp_path / "good.db")
+    path = tmp_path / "bad.db"
+    if damage == "pages":
+        data = good[:100] + os.urandom(len(good) - 100)
+    elif damage == "truncated":
+        data = good[:1000]
+    else:
+        data = b"SQLite format 3\x00" + os.urandom(4000)
+    write(path, data)
+    for upgrade in (True, False):
+        with pytest.raises(DatabaseCorruptError, match=r"bad\.db: the database is corrupt or not SQLite"):
+            await Store.open(path, upgrade=upgrade)
+    assert read(path) == data
+
+
+async def test_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a directory"):
+        await Store.open(tmp_path)
+
+
+# --- FTS in the same transaction -----------------------------------------------------------------
+
+
+async def fts_ids(store: Store, table: str, term: str) -> list[int]:
+    async with store.read() as conn:
+        rows = await conn.execute(text(f"SELECT rowid FROM {table} WHERE {table} MATCH :q ORDER BY rowid"), {"q": term})
+        return [r[0] for r in rows]
+
+
+async def test_fts_finds_a_message_written_in_the_same_transaction(store: Store) -> None:
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, "k")
+        [result] = await repo.append_messages(conn, session, [repo.NewMessage(user("zebra crossing"))], store.counter)
+        found = await conn.scalar(text("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'zebra'"))
+        assert found == result.message_id
+    assert await fts_ids(store, "messages_fts", "zebra") == [result.message_id]
+    # porter stemming: the plural finds the singular
+    assert await fts_ids(store, "messages_fts", "crossings") == [result.message_id]
+
+
+async def test_rolled_back_write_leaves_neither_row_nor_index_entry(store: Store) -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        async with store.transaction() as conn:
+            session = await repo.ensure_session(conn, "k")
+            await repo.append_messages(conn, session, [repo.NewMessage(user("platypus"))], store.counter)
+            await repo.insert_summary(
+                conn, session, repo.NewSummary(kind="leaf", content="platypus summary", token_count=3, summarizer="t")
+            )
+            raise RuntimeError("boom")
+    async with store.read() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM messages")) == 0
+        assert await conn.scalar(text("SELECT count(*) FROM summaries")) == 0
+        assert await conn.scalar(text("SELECT count(*) FROM sessions")) == 0
+    assert await fts_ids(store, "messages_fts", "platypus") == []
+    assert await fts_ids(store, "summaries_fts", "platypus") == []
+    # The index is consistent with its content table (FTS5's own integrity check).
+    async with store.transaction() as conn:
+        await conn.execute(text("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')"))
+        await conn.execute(text("INSERT INTO summaries_fts(summaries_fts) VALUES ('integrity-check')"))
+
+
+async def test_summary_content_is_searchable_and_updates_follow(store: Store) -> None:
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, "k")
+        sid = await repo.insert_summary(
+            conn, session, repo.NewSummary(kind="leaf", content="the walrus decided", token_count=4, summarizer="t")
+        )
+    assert len(await fts_ids(store, "summaries_fts", "walrus")) == 1
+    async with store.transaction() as conn:
+        renamed = text("UPDATE summaries SET content = 'the narwhal decided' WHERE summary_id = :s")
+        await conn.execute(renamed, {"s": sid})
+    assert await fts_ids(store, "summaries_fts", "walrus") == []
+    assert len(await fts_ids(store, "summaries_fts", "narwhal")) == 1
+
+
+# --- edges are RESTRICT ----------------------------------------------------------------------------
+
+
+async def test_deleting_a_covered_message_fails(store: Store) -> None:
+    session, results = await seed(store, "k", ["one", "two"])
+    ids = [r.message_id for r in results]
+    async with store.transaction() as conn:
+        await conn.execute(text("DELETE FROM context_items WHERE session_id = :s"), {"s": session.session_id})
+        await repo.insert_summary(
+            conn,
+            session,
+            repo.NewSummary(kind="leaf", content="one two", token_count=2, summarizer="t", source_message_ids=ids),
+        )
+    with pytest.raises(IntegrityError, match="FOREIGN KEY"):
+        async with store.transaction() as conn:
+            await conn.execute(text("DELETE FROM messages WHERE message_id = :m"), {"m": ids[0]})
+    async with store.read() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM messages")) == 2
+
+
+async def test_deleting_a_source_summary_fails(store: Store) -> None:
+    session, _ = await seed(store, "k", ["x"])
+    async with store.transaction() as conn:
+        leaf = await repo.insert_summary(
+            conn, session, repo.NewSummary(kind="leaf", content="leaf", token_count=1, summarizer="t")
+        )
+        await repo.insert_summary(
+            conn,
+            session,
+            repo.NewSummary(
+                kind="condensed", content="top", token_count=1, summarizer="t", depth=1, source_summary_ids=[leaf]
+            ),
+        )
+    with pytest.raises(IntegrityError, match="FOREIGN KEY"):
+        async with store.transaction() as conn:
+            await conn.execute(text("DELETE FROM summaries WHERE summary_id = :s"), {"s": leaf})
+
+
+# --- idempotent appends -----------------------------------------------------------------------------
+
+
+async def test_append_is_idempotent_on_entry_id(store: Store) -> None:
+    session, first = await seed(store, "k", ["a", "b"])
+    async with store.transaction() as conn:
+        again = await repo.append_messages(
+            conn,
+            session,
+            [repo.NewMessage(user("a"), entry_id="e0"), repo.NewMessage(user("c"), entry_id="e2")],
+            store.counter,
+        )
+    assert [r.inserted for r in again] == [False, True]
+    assert again[0].message_id == first[0].message_id
+    async with store.read() as conn:
+        seqs = (await conn.execute(text("SELECT seq, entry_id FROM messages ORDER BY seq"))).all()
+        items = await conn.scalar(text("SELECT count(*) FROM context_items"))
+    assert [tuple(r) for r in seqs] == [(1, "e0"), (2, "e1"), (3, "e2")]
+    assert items == 3
+
+
+async def test_same_content_different_entry_ids_are_both_kept(store: Store) -> None:
+    """Never dedupe by content: two identical messages with their own entry ids are two rows."""
+    _, results = await seed(store, "k", ["same", "same"])
+    assert [r.inserted for r in results] == [True, True]
+    assert results[0].message_id != results[1].message_id
+
+
+async def test_append_stores_the_token_count_at_write(store: Store) -> None:
+    message = AssistantMessage(content=[TextContent(text="counting tokens once")])
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, "k")
+        [result] = await repo.append_messages(conn, session, [repo.NewMessage(message)], store.counter)
+    async with store.read() as conn:
+        stored = await conn.scalar(text("SELECT token_count FROM messages"))
+    assert stored == result.token_count == repo.message_token_count(message, store.counter)
+
+
+# --- concurrent writers ------------------------------------------------------------------------------
+
+
+async def test_two_stores_on_one_file_write_concurrently(db_path: Path) -> None:
+    first = await Store.open(db_path)
+    second = await Store.open(db_path)
+
+    async def writer(store: Store, key: str, n: int) -> None:
+        for i in range(n):
+            async with store.transaction() as conn:
+                session = await repo.ensure_session(conn, key)
+                await repo.append_messages(
+                    conn, session, [repo.NewMessage(user(f"{key} {i}"), entry_id=f"{key}-{i}")], store.counter
+                )
+
+    try:
+        await asyncio.gather(*(writer(s, f"key{j}-{id(s)}", 12) for j, s in enumerate((first, second, first, second))))
+    finally:
+        await first.close()
+        await second.close()
+    check = await Store.open(db_path)
+    async with check.read() as conn:
+        per_key = (await conn.execute(text("SELECT session_key, count(*) FROM messages GROUP BY session_key"))).all()
+    await check.close()
+    assert sorted(n for _, n in per_key) == [12, 12, 12, 12]

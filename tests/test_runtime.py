@@ -78,7 +78,9 @@ class RecordingEngine:
     async def assemble(self, params: AssembleParams) -> AssembleResult:
         self.calls.append(("assemble", params))
         return AssembleResult(
-            messages=params.messages[-2:], estimated_tokens=10, prompt_authority=self.authority  # type: ignore[arg-type]
+            messages=params.messages[-2:],
+            estimated_tokens=10,
+            prompt_authority=self.authority,  # type: ignore[arg-type]
         )
 
     async def compact(self, params: CompactParams) -> CompactResult:
@@ -283,9 +285,11 @@ async def test_assemble_failure_falls_back_to_pipeline_and_quarantines(store: St
 
 
 async def test_host_requirements_fail_closed_before_any_write(store: Store, plugin: Any) -> None:
-    requirement = {"agent-run": HostRequirements(required_capabilities=["assemble-before-prompt"], unsupported_message="x")}
+    requirement = {
+        "agent-run": HostRequirements(required_capabilities=["assemble-before-prompt"], unsupported_message="x")
+    }
     engine_id, _ = plugin(requirements=requirement)
-    with pytest.raises(HostRequirementError, match="cannot run operation \"agent-run\""):
+    with pytest.raises(HostRequirementError, match='cannot run operation "agent-run"'):
         await Runtime.create(store, config=config_for(engine_id), model=ScriptedModel(), host=cli_host("claude-cli"))
     async with store.read() as conn:
         assert await conn.scalar(select(func.count()).select_from(Session)) == 0
@@ -310,7 +314,9 @@ async def test_compaction_safety_timeout(store: Store, plugin: Any) -> None:
         raise AssertionError("unreachable")
 
     engine.compact = hang  # type: ignore[method-assign]
-    runtime = await Runtime.create(store, config=config_for(engine_id), model=ScriptedModel(), compaction_timeout_s=0.05)
+    runtime = await Runtime.create(
+        store, config=config_for(engine_id), model=ScriptedModel(), compaction_timeout_s=0.05
+    )
     result = await runtime.compact("agent:main:hang")
     assert not result.ok and "timed out" in (result.reason or "")
 
@@ -388,4 +394,8 @@ async def test_compactions_are_audited_through_the_engine(store: Store) -> None:
 
 def test_detail_shape() -> None:
     detail = CompactResultDetail(tokens_before=10, tokens_after=5, session_id="s2")
-    assert detail.model_dump(by_alias=True, exclude_none=True) == {"tokensBefore": 10, "tokensAfter": 5, "sessionId": "s2"}
+    assert detail.model_dump(by_alias=True, exclude_none=True) == {
+        "tokensBefore": 10,
+        "tokensAfter": 5,
+        "sessionId": "s2",
+    }

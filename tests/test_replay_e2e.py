@@ -1,0 +1,107 @@
+"""End to end: the README's main job, through the real CLI, on the shipped example transcript."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openclaw_ctx.transcripts import CompactionEntry, context_message, read_transcript
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "coding-session.jsonl"
+CLI = [sys.executable, "-m", "openclaw_ctx"]
+
+# Every message reachable from the active context: items themselves, plus everything below the
+# summaries in it through summary_parents (recursively) and summary_messages.
+REACHABLE = """
+WITH RECURSIVE reach(sid) AS (
+    SELECT ci.summary_id FROM context_items AS ci
+    JOIN sessions AS s ON s.session_id = ci.session_id AND s.status = 'active' AND s.session_key = :key
+    WHERE ci.summary_id IS NOT NULL
+  UNION
+    SELECT sp.source_summary_id FROM reach CROSS JOIN summary_parents AS sp ON sp.summary_id = reach.sid
+)
+SELECT message_id FROM summary_messages WHERE summary_id IN (SELECT sid FROM reach)
+UNION
+SELECT ci.message_id FROM context_items AS ci
+JOIN sessions AS s ON s.session_id = ci.session_id AND s.status = 'active' AND s.session_key = :key
+WHERE ci.message_id IS NOT NULL
+"""
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}, check=False
+    )
+
+
+@pytest.mark.parametrize("engine", ["legacy"])
+def test_replay_example_with_small_budget(tmp_path: Path, engine: str) -> None:
+    db = tmp_path / "replay.db"
+    budget = 16_000
+    proc = run_cli("--db", str(db), "replay", str(EXAMPLE), "--engine", engine, "--budget", str(budget), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    key = report["session_key"]
+
+    transcript = read_transcript(EXAMPLE)
+    expected_ids = {
+        e.id for e in transcript.active_branch() if not isinstance(e, CompactionEntry) and context_message(e)
+    }
+    conn = sqlite3.connect(db)
+    stored_ids = {r[0] for r in conn.execute("SELECT entry_id FROM messages WHERE session_key = ?", (key,))}
+    assert expected_ids <= stored_ids, "every transcript message is in `messages`"
+    assert report["messages_stored"] == report["transcript_messages"] == len(expected_ids)
+
+    compactions = conn.execute(
+        "SELECT count(*) FROM compactions WHERE session_key = ? AND compacted = 1", (key,)
+    ).fetchone()[0]
+    sessions = conn.execute("SELECT count(*) FROM sessions WHERE session_key = ?", (key,)).fetchone()[0]
+    assert compactions >= 3
+    assert sessions == compactions + 1, "one more session row per compaction"
+    assert report["compactions"] == compactions and report["sessions_in_chain"] == sessions
+
+    final = conn.execute(
+        "SELECT coalesce(sum(token_count), 0) FROM active_context WHERE session_key = ?", (key,)
+    ).fetchone()[0]
+    assert final <= budget
+    assert report["context_tokens"]["final"] == final
+
+    all_ids = {r[0] for r in conn.execute("SELECT message_id FROM messages WHERE session_key = ?", (key,))}
+    reachable = {r[0] for r in conn.execute(REACHABLE, {"key": key})}
+    assert all_ids == reachable, f"{len(all_ids - reachable)} messages unreachable from the active context"
+
+    # Old sessions stay readable: the chain links back to the first session.
+    rows = conn.execute(
+        "SELECT session_id, parent_session_id, status FROM sessions WHERE session_key = ?", (key,)
+    ).fetchall()
+    by_id = {r[0]: r for r in rows}
+    active = [r for r in rows if r[2] == "active"]
+    assert len(active) == 1
+    hops, current = 0, active[0]
+    while current[1] is not None:
+        current = by_id[current[1]]
+        hops += 1
+    assert hops == sessions - 1
+
+
+def test_replay_twice_adds_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "twice.db"
+    first = run_cli("--db", str(db), "replay", str(EXAMPLE), "--budget", "64000", "--json")
+    assert first.returncode == 0, first.stderr
+    second = run_cli("--db", str(db), "replay", str(EXAMPLE), "--budget", "64000", "--json")
+    assert second.returncode == 0, second.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == json.loads(first.stdout)["messages_stored"]
+
+
+def test_replay_reports_missing_file_clearly(tmp_path: Path) -> None:
+    proc = run_cli("--db", str(tmp_path / "x.db"), "replay", str(tmp_path / "nope.jsonl"))
+    assert proc.returncode != 0
+    assert "nope.jsonl" in proc.stderr

@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -72,6 +72,7 @@ ENTRY_TYPES = (
     "label",
     "session_info",
 )
+_PROGRESS_CHUNK = 1 << 20
 _NO_HEADER = 'missing session header (line 1 must be {"type":"session",…})'
 
 
@@ -116,6 +117,8 @@ class Entry:
     timestamp: str | None
     line_no: int
     raw: dict[str, Any] = field(repr=False)
+    # The line exactly as read (kept for non-message entries only, which are small).
+    source: str | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON object for the file."""
@@ -340,11 +343,23 @@ def _parse_header(obj: dict[str, Any]) -> SessionHeader:
     )
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str, dict[str, Any] | TranscriptLineError]]:
-    """Decode a JSONL file line by line: ``(line_no, raw, object | error)``; blank lines are skipped."""
+def iter_lines(
+    path: str | Path, *, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, str, dict[str, Any] | TranscriptLineError]]:
+    """Decode a JSONL file line by line: ``(line_no, raw, object | error)``; blank lines are skipped.
+
+    Args:
+        path: the transcript file.
+        on_bytes: called with the number of bytes consumed, about every megabyte and at the end.
+    """
     name = str(path)
+    pending = 0
     with open(path, "rb") as handle:
         for line_no, data in enumerate(handle, start=1):
+            pending += len(data)
+            if on_bytes is not None and pending >= _PROGRESS_CHUNK:
+                on_bytes(pending)
+                pending = 0
             data = data.rstrip(b"\r\n")
             if not data.strip():
                 continue
@@ -368,6 +383,8 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str, dict[str, Any] | Tr
                 yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
                 continue
             yield line_no, raw, obj
+    if on_bytes is not None and pending:
+        on_bytes(pending)
 
 
 def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, order: list[str]) -> None:
@@ -384,14 +401,16 @@ def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, 
         message["role"] = "custom"
 
 
-def iter_entries(path: str | Path) -> Iterator[SessionHeader | Entry | TranscriptLineError]:
-    """Stream a transcript: its header, then each entry or line error, in file order."""
+def iter_entries(
+    path: str | Path, *, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[SessionHeader | Entry | TranscriptLineError]:
+    """Stream a transcript: its header, then each entry or line error, in file order (see `iter_lines`)."""
     name = str(path)
     header: SessionHeader | None = None
     seen: dict[str, int] = {}
     order: list[str] = []
     first = True
-    for line_no, raw, obj in iter_lines(path):
+    for line_no, raw, obj in iter_lines(path, on_bytes=on_bytes):
         if isinstance(obj, TranscriptLineError):
             first = False
             yield obj
@@ -426,6 +445,8 @@ def iter_entries(path: str | Path) -> Iterator[SessionHeader | Entry | Transcrip
             continue
         seen[entry.id] = line_no
         order.append(entry.id)
+        if not isinstance(entry, MessageEntry):
+            entry.source = raw
         yield entry
 
 
@@ -472,33 +493,36 @@ class Transcript:
         path.reverse()
         return path
 
+    def context_entries(self, leaf_id: str | None = None) -> list[Entry]:
+        """The branch entries that make up model context, in order (buildSessionContext's selection).
+
+        With a compaction on the branch: the latest compaction entry first, then the entries from its
+        `firstKeptEntryId` up to it, then everything after it. Only entries for which
+        :func:`context_message` returns a message are included (besides the compaction itself).
+        """
+        path = self.active_branch(leaf_id)
+        at = max((i for i, e in enumerate(path) if isinstance(e, CompactionEntry)), default=-1)
+        if at < 0:
+            return [e for e in path if context_message(e) is not None]
+        compaction = path[at]
+        assert isinstance(compaction, CompactionEntry)
+        ids = [e.id for e in path[:at]]
+        kept = path[ids.index(compaction.first_kept_entry_id) : at] if compaction.first_kept_entry_id in ids else []
+        return [compaction, *(e for e in [*kept, *path[at + 1 :]] if context_message(e) is not None)]
+
     def session_context(self, leaf_id: str | None = None) -> SessionContext:
         """Messages, thinking level and model the way OpenClaw's buildSessionContext derives them."""
-        path = self.active_branch(leaf_id)
-        thinking, model, compaction_at = "off", None, -1
-        for index, entry in enumerate(path):
+        thinking: str = "off"
+        model: dict[str, str | None] | None = None
+        for entry in self.active_branch(leaf_id):
             if isinstance(entry, ThinkingLevelChangeEntry) and entry.thinking_level:
                 thinking = entry.thinking_level
             elif isinstance(entry, ModelChangeEntry):
                 model = {"provider": entry.provider, "modelId": entry.model_id}
             elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
                 model = {"provider": entry.message.provider, "modelId": entry.message.model}
-            elif isinstance(entry, CompactionEntry):
-                compaction_at = index
-        if compaction_at < 0:
-            messages = [m for m in (context_message(e) for e in path) if m is not None]
-            return SessionContext(messages, thinking, model)
-        compaction = path[compaction_at]
-        assert isinstance(compaction, CompactionEntry)
-        out: list[AgentMessage] = [_compaction_message(compaction)]
-        kept = False
-        for entry in path[:compaction_at]:
-            kept = kept or entry.id == compaction.first_kept_entry_id
-            message = context_message(entry) if kept else None
-            if message is not None:
-                out.append(message)
-        out.extend(m for m in (context_message(e) for e in path[compaction_at + 1 :]) if m is not None)
-        return SessionContext(out, thinking, model)
+        messages = [m for m in (context_message(e) for e in self.context_entries(leaf_id)) if m is not None]
+        return SessionContext(messages, thinking, model)
 
     def context_messages(self, leaf_id: str | None = None) -> list[AgentMessage]:
         """The messages OpenClaw would put in the model context for the active branch."""
@@ -533,14 +557,16 @@ def context_message(entry: Entry) -> AgentMessage | None:
     return None
 
 
-def read_transcript(path: str | Path) -> Transcript:
+def read_transcript(path: str | Path, *, on_bytes: Callable[[int], None] | None = None) -> Transcript:
     """Read a whole transcript, line by line; malformed lines are collected in `errors`, never raised.
+
+    `on_bytes` reports reading progress as in :func:`iter_lines`.
 
     Raises:
         OSError: the file cannot be opened.
     """
     transcript = Transcript(path=str(path), header=None, entries=[], errors=[])
-    for item in iter_entries(path):
+    for item in iter_entries(path, on_bytes=on_bytes):
         if isinstance(item, SessionHeader):
             transcript.header = item
         elif isinstance(item, TranscriptLineError):

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import logging
 import math
 import os
 import sys
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -117,8 +117,13 @@ def _cache_dir() -> Path:
 
 
 def _shipped_vocab(name: str) -> bytes:
-    package = resources.files("bpe_openai") / "data" / f"{name}.tiktoken.gz"
-    return gzip.decompress(package.read_bytes())
+    # Locate bpe-openai's data without importing the package: its import eagerly builds tokenizers
+    # through a deprecated importlib.resources call, which fails under `-W error` (and is slow).
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the bpe-openai package is not installed")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return gzip.decompress((package / "data" / f"{name}.tiktoken.gz").read_bytes())
 
 
 def _materialise(name: EncodingName) -> Path:

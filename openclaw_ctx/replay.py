@@ -147,7 +147,7 @@ async def replay_transcript(
                 compactions += sum(1 for c in result.compactions if c.ok and c.compacted)
             except ContextOverflowError:
                 failed += 1
-            leftovers = [*model.drain(), *tools.drain()]
+            leftovers: list[AgentMessage] = [*model.drain(), *tools.drain()]
             if leftovers:
                 await _persist_direct(store, runtime, key, leftovers, entry_of)
         context_tokens.append(await _context_tokens(store, key))

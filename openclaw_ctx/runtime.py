@@ -21,7 +21,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from openclaw_ctx.config import CompactionSettings, OpenClawConfig
 from openclaw_ctx.context import pipeline_messages
@@ -279,7 +279,7 @@ class Runtime:
             if await repo.get_engine_state(conn, engine_id, session.session_key, mark):
                 return
         try:
-            await self.engine.bootstrap(  # type: ignore[attr-defined]
+            await self.engine.bootstrap(
                 BootstrapParams(
                     session_id=session.session_id,
                     session_key=session.session_key,
@@ -497,7 +497,7 @@ class Runtime:
         child_session_key: str,
         start: Callable[[], Awaitable[T]],
         *,
-        context_mode: str = "isolated",
+        context_mode: Literal["isolated", "fork"] = "isolated",
         light_context: bool = False,
         ttl_ms: int | None = None,
     ) -> T:
@@ -513,7 +513,7 @@ class Runtime:
                 PrepareSubagentSpawnParams(
                     parent_session_key=parent_session_key,
                     child_session_key=child_session_key,
-                    context_mode=context_mode,  # type: ignore[arg-type]
+                    context_mode=context_mode,
                     parent_session_id=parent.session_id,
                     parent_session_file=parent.session_file,
                     ttl_ms=ttl_ms,

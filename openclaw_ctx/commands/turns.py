@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,7 +39,7 @@ def replay(
 ) -> None:
     """Replay a transcript turn by turn through the runtime (the scripted model answers from it)."""
     state = state_of(ctx)
-    report = run(_replay(state, transcript, engine, budget, key, quiet=as_json))
+    report: dict[str, Any] = run(_replay(state, transcript, engine, budget, key, quiet=as_json))
     if as_json:
         console.print_json(json.dumps(report))
         return
@@ -65,7 +65,7 @@ def replay(
 
 async def _replay(
     state: CliState, transcript: Path, engine: str, budget: int, key: str | None, *, quiet: bool
-) -> dict[str, object]:
+) -> dict[str, Any]:
     from openclaw_ctx.replay import replay_transcript
 
     store = await open_store(state)
@@ -107,7 +107,7 @@ def assemble(
 ) -> None:
     """Show what the model would see next turn for a session key."""
     state = state_of(ctx)
-    result = run(_assemble(state, key, budget, engine))
+    result: dict[str, Any] = run(_assemble(state, key, budget, engine))
     if as_json:
         console.print_json(json.dumps(result, ensure_ascii=False))
         return
@@ -115,14 +115,14 @@ def assemble(
     table.add_column("#", justify="right")
     table.add_column("role")
     table.add_column("text", overflow="fold")
-    for i, message in enumerate(result["messages"]):  # type: ignore[arg-type]
+    for i, message in enumerate(result["messages"]):
         table.add_row(str(i), message["role"], _preview(message))
     console.print(table)
     if result.get("systemPromptAddition"):
         console.print(f"[dim]systemPromptAddition: {len(str(result['systemPromptAddition']))} chars[/]")
 
 
-async def _assemble(state: CliState, key: str, budget: int, engine: str | None) -> dict[str, object]:
+async def _assemble(state: CliState, key: str, budget: int, engine: str | None) -> dict[str, Any]:
     from openclaw_ctx.context import pipeline_messages
     from openclaw_ctx.errors import NotFoundError
     from openclaw_ctx.store import repo
@@ -171,7 +171,7 @@ def compact(
 ) -> None:
     """Compact a session key now (`/compact`), rotating it to a successor session."""
     state = state_of(ctx)
-    result = run(_compact(state, key, instructions, budget, engine))
+    result: dict[str, Any] = run(_compact(state, key, instructions, budget, engine))
     if as_json:
         console.print_json(json.dumps(result, ensure_ascii=False))
         return
@@ -191,7 +191,7 @@ def compact(
 
 async def _compact(
     state: CliState, key: str, instructions: str | None, budget: int, engine: str | None
-) -> dict[str, object]:
+) -> dict[str, Any]:
     config = _config(state, engine)
     store = await open_store(state)
     try:

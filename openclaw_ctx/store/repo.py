@@ -16,13 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Row, func, insert, select, text, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
+    ToolCall,
     ToolResultMessage,
     flatten_text,
     message_from_json,
@@ -108,9 +109,9 @@ class SessionRow:
     created_at: str
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> SessionRow:
+    def from_row(cls, row: Any) -> SessionRow:
         """Build from a selected row of the `_SESSION_COLUMNS`."""
-        return cls(*row)
+        return cls(**row._mapping)
 
 
 _SESSION_COLUMNS = (
@@ -229,7 +230,7 @@ def _tool_columns(message: AgentMessage) -> tuple[str | None, str | None]:
     if isinstance(message, ToolResultMessage):
         return message.tool_call_id, message.tool_name or None
     if isinstance(message, AssistantMessage):
-        ids = [b.id for b in message.content if getattr(b, "type", None) == "toolCall"]
+        ids = [b.id for b in message.content if isinstance(b, ToolCall)]
         return (ids[0] if len(ids) == 1 else None), None
     return None, None
 
@@ -355,7 +356,7 @@ async def _ids_by_seq(conn: AsyncConnection, session_key: str, seqs: list[int]) 
             Message.session_key == session_key, Message.seq.between(min(seqs), max(seqs))
         )
     )
-    by_seq = {seq: message_id for seq, message_id in rows}
+    by_seq: dict[int, int] = dict(rows.all())  # type: ignore[arg-type]
     return [by_seq[s] for s in seqs]
 
 

@@ -356,7 +356,7 @@ async def _ids_by_seq(conn: AsyncConnection, session_key: str, seqs: list[int]) 
             Message.session_key == session_key, Message.seq.between(min(seqs), max(seqs))
         )
     )
-    by_seq: dict[int, int] = dict(rows.all())  # type: ignore[arg-type]
+    by_seq: dict[int, int] = dict(rows.all())
     return [by_seq[s] for s in seqs]
 
 

@@ -57,17 +57,8 @@ class HostInfo:
     capabilities: frozenset[HostCapability]
 
 
-_EMBEDDED_CAPABILITIES: frozenset[HostCapability] = frozenset(
-    {
-        "bootstrap",
-        "assemble-before-prompt",
-        "reference-context",
-        "after-turn",
-        "maintain",
-        "compact",
-        "runtime-llm-complete",
-    }
-)
+# Everything but the persistent-thread projection.
+_EMBEDDED_CAPABILITIES: frozenset[HostCapability] = frozenset(_CAPABILITY_ORDER) - {"thread-bootstrap-projection"}
 
 EMBEDDED_HOST = HostInfo("openclaw-embedded", "OpenClaw embedded runner", _EMBEDDED_CAPABILITIES)
 """The in-process runner (this package's runtime)."""

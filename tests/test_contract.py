@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from openclaw_ctx.contract import (
     CompactParams,
     CompactResult,
     ContextEngine,
+    EngineContext,
     EngineInfo,
     IngestBatchParams,
     IngestBatchResult,
@@ -33,7 +35,10 @@ from openclaw_ctx.contract import (
     supports,
 )
 from openclaw_ctx.errors import AbortError, EngineContractError, EngineNotFoundError
-from openclaw_ctx.registry import CORE_OWNER, EngineRegistry, contract_error
+from openclaw_ctx.registry import CORE_OWNER, ENTRY_POINT_GROUP, EngineRegistry, contract_error
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize.extractive import ExtractiveSummarizer
 
 QUARANTINE_TEXT = (
     '[context-engine] Context engine "{id}"{owner} failed during {op}: {reason}; '
@@ -387,3 +392,36 @@ async def test_default_engine_is_not_wrapped_in_the_quarantine_proxy() -> None:
     with pytest.raises(RuntimeError, match="legacy ingest exploded"):
         await engine.ingest(IngestParams(session_id="s", message=user("a")))
     assert reg.list_quarantines() == []
+
+
+# --- every installed engine honours the contract -------------------------------------------------
+
+INSTALLED = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
+@pytest.mark.parametrize("name", INSTALLED)
+async def test_every_installed_engine_honours_the_contract(name: str, store: Store) -> None:
+    """Each entry point loads, resolves unquarantined, and answers every required hook in shape."""
+    reg = EngineRegistry(autoload=False)
+    reg.ensure_loaded(allow={name})
+    assert reg.load_errors == {}
+    ctx = EngineContext(store=store, summarizer=ExtractiveSummarizer(store.counter))
+    resolved = await reg.resolve(slot(name), ctx)
+    assert reg.list_quarantines() == [] and resolved.fallback_reason is None
+    engine = resolved.engine
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, f"agent:main:{name}", engine_id=name)
+    history = [user(f"message {i} " + "word " * 40) for i in range(6)]
+    base = {"session_id": session.session_id, "session_key": session.session_key}
+    for i, message in enumerate(history):
+        assert isinstance((await engine.ingest(IngestParams(message=message, entry_id=f"e{i}", **base))).ingested, bool)
+    duplicate = await engine.ingest(IngestParams(message=history[0], entry_id="e0", **base))
+    assert duplicate.ingested is False, "a known entry id is never ingested twice"
+    assembled = await engine.assemble(AssembleParams(messages=history, token_budget=50_000, **base))
+    assert isinstance(assembled, AssembleResult) and assembled.estimated_tokens >= 0
+    assert all(hasattr(m, "role") for m in assembled.messages)
+    compacted = await engine.compact(CompactParams(token_budget=50_000, session_file=session.session_file, **base))
+    assert isinstance(compacted, CompactResult) and isinstance(compacted.ok, bool)
+    if supports(engine, "dispose"):
+        assert await engine.dispose() is None
+    assert reg.list_quarantines() == [], "no hook failed"

@@ -44,6 +44,7 @@ from openclaw_ctx.registry import (
     owner_plugin_id,
     resolve_context_engine,
 )
+from openclaw_ctx.registry_types import env_allow
 
 REGISTRY_LOGGER = "openclaw_ctx.registry"
 
@@ -422,7 +423,7 @@ def test_env_var_restricts_which_entry_points_load(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("OPENCLAW_CTX_ENGINES", "one, legacy")
     eps = [_ep("one", "occtx_env_plugin:register"), _ep("two", "occtx_env_plugin:register")]
     reg = EngineRegistry(autoload=False)
-    reg.load_entry_points(eps, allow=registry_module.env_allow())
+    reg.load_entry_points(eps, allow=env_allow())
     assert reg.get("one") is not None and reg.get("two") is None
     # ensure_loaded reads the same variable: the real lossless-claw entry point is not attempted.
     monkeypatch.setenv("OPENCLAW_CTX_ENGINES", "legacy")

@@ -1,0 +1,427 @@
+"""grep / describe / expand over a real store: planted facts across rotated sessions and across keys.
+
+The helpers at the top build history the way the lossless engine does (append → leaf summary over
+the oldest raw run → rotate → condensed summary over a run of summaries → rotate); the other
+recall test files import them from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from engines.lossless import retrieval
+from engines.lossless.fts import RecallQueryError
+from engines.lossless.retrieval import describe, expand, grep
+from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.store import Store
+
+BASE_MS = 1_780_000_000_000  # 2026-05-28
+HOUR = 3_600_000
+
+
+@dataclass
+class History:
+    """What a build produced for one key."""
+
+    key: str
+    ids: list[int] = field(default_factory=list)
+    texts: dict[int, str] = field(default_factory=dict)
+    leaves: list[str] = field(default_factory=list)
+    condensed: list[str] = field(default_factory=list)
+
+
+async def add_messages(store: Store, history: History, texts: list[str], *, start_ms: int | None = None) -> list[int]:
+    """Append messages (alternating user/assistant) to the key's active session and its context."""
+    first = len(history.ids)
+    items = []
+    for i, body in enumerate(texts):
+        ts = (start_ms if start_ms is not None else BASE_MS + (first + i) * HOUR) + i * (HOUR if start_ms else 0)
+        msg: Any = (
+            UserMessage(content=body, timestamp=ts)
+            if (first + i) % 2 == 0
+            else AssistantMessage(content=[TextContent(text=body)], timestamp=ts)
+        )
+        items.append(repo.NewMessage(msg, entry_id=f"{history.key}-e{first + i}"))
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, history.key)
+        results = await repo.append_messages(conn, session, items, store.counter)
+    ids = [r.message_id for r in results]
+    history.ids.extend(ids)
+    history.texts.update(zip(ids, texts, strict=True))
+    return ids
+
+
+async def summarize_oldest(store: Store, history: History, count: int, content: str) -> str:
+    """Replace the oldest `count` raw messages of the active context by a leaf summary; rotate."""
+    async with store.transaction() as conn:
+        session = await repo.active_session(conn, history.key)
+        assert session is not None
+        entries = await repo.load_context(conn, session.session_id)
+        start = next(i for i, e in enumerate(entries) if e.item_type == "message")
+        run = entries[start : start + count]
+        assert len(run) == count and all(e.item_type == "message" for e in run)
+        summary = repo.NewSummary(
+            kind="leaf",
+            content=content,
+            token_count=store.counter.count(content),
+            summarizer="test",
+            source_message_ids=[e.message_id for e in run if e.message_id is not None],
+            descendant_count=count,
+            earliest_at=iso(min(getattr(e.message, "timestamp", 0) or 0 for e in run)),
+            latest_at=iso(max(getattr(e.message, "timestamp", 0) or 0 for e in run)),
+        )
+        sid = await repo.insert_summary(conn, session, summary)
+        await _rotate(conn, session, entries, start, count, ("summary", sid, summary.token_count))
+    history.leaves.append(sid)
+    return sid
+
+
+async def condense(store: Store, history: History, count: int, content: str, *, depth: int = 0) -> str:
+    """Replace the oldest run of `count` depth-`depth` summaries in the context by a condensed one; rotate."""
+    async with store.transaction() as conn:
+        session = await repo.active_session(conn, history.key)
+        assert session is not None
+        entries = await repo.load_context(conn, session.session_id)
+        start = next(i for i, e in enumerate(entries) if e.summary and e.summary["depth"] == depth)
+        run = entries[start : start + count]
+        assert len(run) == count and all(e.summary and e.summary["depth"] == depth for e in run)
+        summary = repo.NewSummary(
+            kind="condensed",
+            content=content,
+            token_count=store.counter.count(content),
+            summarizer="test",
+            source_summary_ids=[e.summary_id for e in run if e.summary_id],
+            depth=depth + 1,
+            earliest_at=min(e.summary["earliest_at"] for e in run if e.summary),
+            latest_at=max(e.summary["latest_at"] for e in run if e.summary),
+        )
+        sid = await repo.insert_summary(conn, session, summary)
+        await _rotate(conn, session, entries, start, count, ("summary", sid, summary.token_count))
+    history.condensed.append(sid)
+    return sid
+
+
+async def _rotate(
+    conn: Any, session: repo.SessionRow, entries: list[repo.ContextEntry], start: int, count: int, new: Any
+) -> None:
+    def item(e: repo.ContextEntry) -> Any:
+        return (e.item_type, e.message_id if e.item_type == "message" else e.summary_id, e.token_count)
+
+    items = [item(e) for e in entries[:start]] + [new] + [item(e) for e in entries[start + count :]]
+    await repo.rotate_session(conn, session, items, reason="compaction", engine_id="lossless-claw")
+
+
+def iso(ms: int) -> str:
+    """Epoch ms as the store's ISO text."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def filler(prefix: str, n: int) -> list[str]:
+    """Distinct, unremarkable messages."""
+    return [f"{prefix} note {i}: we discussed the weather and lunch options number {i}" for i in range(n)]
+
+
+async def build_planted(store: Store) -> tuple[History, History]:
+    """Two keys. Key A: a fact, its near-duplicate, an update, across 3 rotations and a depth-1 node.
+
+    A: [vault17 fact, vault170 distractor, filler] → leaf1; [filler] → leaf2; condensed(leaf1, leaf2);
+       then the update of vault17 (raw, in the fresh tail). B: the same key name with another value.
+    """
+    a, b = History("agent:main:a"), History("agent:main:b")
+    await add_messages(store, a, ["the vault17 code is 482913", "vault170 holds the spare key 555", *filler("a", 2)])
+    await summarize_oldest(store, a, 4, "Vault codes were discussed. Expand for details about: vault17, vault170")
+    await add_messages(store, a, filler("a2", 4))
+    await summarize_oldest(store, a, 4, "Weather and lunch talk. Expand for details about: lunch")
+    await condense(store, a, 2, "Earlier: vault codes and lunch. Expand for details about: vault17")
+    await add_messages(store, a, ["update: the vault17 code is now 777001", *filler("a3", 1)])
+    await add_messages(store, b, ["in this other chat the vault17 code is 123456", *filler("b", 3)])
+    return a, b
+
+
+# --- grep ----------------------------------------------------------------------------------------
+
+
+async def test_planted_fact_found_across_rotated_sessions_and_scoped_by_key(store: Store) -> None:
+    a, b = await build_planted(store)
+    hits = await grep(store, "vault17", session_key=a.key, scope="messages")
+    assert [h.id for h in hits] == [f"msg_{a.ids[-2]}", f"msg_{a.ids[0]}"]  # newest first; no vault170
+    assert all(h.session_key == a.key for h in hits)
+    old = hits[1]
+    assert old.covering_summary_id == a.leaves[0]
+    assert old.context_summary_id == a.condensed[0]
+    assert not old.in_context
+    assert hits[0].in_context and hits[0].covering_summary_id is None
+    async with store.read() as conn:
+        chain = await repo.session_chain(conn, a.key)
+    assert len(chain) == 4 and old.session_id == chain[0].session_id != hits[0].session_id
+
+
+async def test_all_keys_search_finds_every_key(store: Store) -> None:
+    a, b = await build_planted(store)
+    hits = await grep(store, "vault17 code", scope="messages")
+    assert {h.id for h in hits} == {f"msg_{a.ids[0]}", f"msg_{a.ids[-2]}", f"msg_{b.ids[0]}"}
+    assert {h.session_key for h in hits} == {a.key, b.key}
+
+
+async def test_updated_fact_recency_wins(store: Store) -> None:
+    a, _b = await build_planted(store)
+    top = (await grep(store, "vault17 code", session_key=a.key, sort="recency", limit=1))[0]
+    assert "777001" in top.snippet
+    ranked = await grep(store, "vault17 code", session_key=a.key, sort="relevance", scope="messages")
+    assert {h.id for h in ranked} == {f"msg_{a.ids[0]}", f"msg_{a.ids[-2]}"}
+    assert all(h.score is not None and h.score < 0 for h in ranked)
+    assert [h.score for h in ranked] == sorted(h.score or 0 for h in ranked)
+
+
+async def test_absent_key_returns_nothing(store: Store) -> None:
+    await build_planted(store)
+    assert list(await grep(store, "vault99")) == []
+    assert list(await grep(store, "vault17", session_key="agent:main:nobody")) == []
+
+
+async def test_summary_scope_reports_depth_and_kind(store: Store) -> None:
+    a, _b = await build_planted(store)
+    hits = await grep(store, "vault17", session_key=a.key, scope="summaries")
+    by_id = {h.id: h for h in hits}
+    assert set(by_id) == {a.leaves[0], a.condensed[0]}
+    assert by_id[a.condensed[0]].depth == 1 and by_id[a.condensed[0]].summary_kind == "condensed"
+    assert by_id[a.leaves[0]].depth == 0
+
+
+async def test_both_scopes_merge(store: Store) -> None:
+    a, _b = await build_planted(store)
+    hits = await grep(store, "vault17", session_key=a.key)
+    assert {h.kind for h in hits} == {"message", "summary"}
+    assert hits[0].id == f"msg_{a.ids[-2]}"  # the raw update is the newest evidence
+
+
+async def test_regex_mode(store: Store) -> None:
+    a, b = await build_planted(store)
+    hits = await grep(store, r"vault17\b.*\d{6}", mode="regex", scope="messages")
+    assert {h.id for h in hits} == {f"msg_{a.ids[0]}", f"msg_{a.ids[-2]}", f"msg_{b.ids[0]}"}
+    assert hits.strategy == "regex" and hits.complete
+    alternation = await grep(store, "482913|123456", mode="regex", scope="messages")  # lossless-claw #669
+    assert {h.id for h in alternation} == {f"msg_{a.ids[0]}", f"msg_{b.ids[0]}"}
+    scoped = await grep(store, "vault1[0-9]0", mode="regex", session_key=a.key, scope="messages")
+    assert [h.id for h in scoped] == [f"msg_{a.ids[1]}"]
+    with pytest.raises(RecallQueryError, match="invalid regular expression"):
+        await grep(store, "vault(", mode="regex")
+
+
+async def test_regex_scan_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = History("agent:main:big")
+    await add_messages(store, h, [f"row {i} zz" for i in range(30)])
+    monkeypatch.setattr("engines.lossless.fts.REGEX_PAGE", 5)
+    monkeypatch.setattr("engines.lossless.fts.REGEX_MAX_SCAN", 10)
+    hits = await grep(store, r"row \d+ zz$", mode="regex", session_key=h.key, limit=50)
+    assert len(hits) == 10 and not hits.complete
+    assert hits[0].snippet == "row 29 zz"
+
+
+async def test_cjk_falls_back_to_like_scoped_by_key(store: Store) -> None:
+    a, b = History("k:cjk:a"), History("k:cjk:b")
+    await add_messages(store, a, ["我的密码是四八二九一三", "别的内容"])
+    await add_messages(store, b, ["他的密码是一二三"])
+    hits = await grep(store, "密码", session_key=a.key)
+    assert [h.id for h in hits] == [f"msg_{a.ids[0]}"] and hits.strategy.startswith("like")
+    both = await grep(store, "密码 一二三", scope="messages")  # AND semantics
+    assert [h.id for h in both] == [f"msg_{b.ids[0]}"]
+
+
+@pytest.mark.parametrize("pattern", ['a, b "', "(vault17", "NEAR(x y", "code:*", "🙂", "^x", "vault17 AND"])
+async def test_hostile_patterns_never_fail(store: Store, pattern: str) -> None:
+    await build_planted(store)
+    await grep(store, pattern)
+
+
+async def test_since_and_before(store: Store) -> None:
+    h = History("agent:main:time")
+    await add_messages(store, h, ["alpha report one", "alpha report two", "alpha report three"])
+    # timestamps are BASE_MS + i hours
+    since = iso(BASE_MS + HOUR)
+    hits = await grep(store, "alpha", session_key=h.key, since=since)
+    assert [x.id for x in hits] == [f"msg_{h.ids[2]}", f"msg_{h.ids[1]}"]
+    hits = await grep(store, "alpha", session_key=h.key, before=since)
+    assert [x.id for x in hits] == [f"msg_{h.ids[0]}"]
+    with pytest.raises(RecallQueryError, match="ISO-8601"):
+        await grep(store, "alpha", since="yesterday")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 201}, "limit"),
+        ({"mode": "fuzzy"}, "mode"),
+        ({"scope": "files"}, "scope"),
+        ({"sort": "random"}, "sort"),
+    ],
+)
+async def test_bad_arguments(store: Store, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(RecallQueryError, match=message):
+        await grep(store, "x", **kwargs)
+    with pytest.raises(RecallQueryError, match="empty"):
+        await grep(store, "  ")
+
+
+async def test_scoped_fts_query_plan_is_index_driven(store: Store) -> None:
+    """The key-scoped FTS query drives from the FTS index and looks messages up by rowid: no table scan."""
+    a, _b = await build_planted(store)
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, _ctx: Any, _many: bool) -> None:
+        if "MATCH" in statement:
+            captured.append((statement, parameters))
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        await grep(store, "vault17", session_key=a.key, sort="relevance")
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", capture)
+    assert len(captured) == 2
+    async with store.read() as conn:
+        for statement, parameters in captured:
+            plan = " | ".join(r[3] for r in await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
+            assert "VIRTUAL TABLE INDEX" in plan
+            assert "USING INTEGER PRIMARY KEY" in plan
+            scans = [p for p in plan.split(" | ") if p.startswith("SCAN") and "VIRTUAL TABLE" not in p]
+            assert scans == [] and " IN " not in statement
+
+
+# --- describe ------------------------------------------------------------------------------------
+
+
+async def test_describe_summary_sources_children_and_manifest(store: Store) -> None:
+    a, _b = await build_planted(store)
+    root = await describe(store, a.condensed[0], token_cap=60)
+    assert isinstance(root, retrieval.SummaryDescription)
+    assert [s["id"] for s in root.sources] == a.leaves
+    assert root.children == [] and root.in_context
+    assert root.row["depth"] == 1 and root.manifest_total == 3
+    async with store.read() as conn:
+        tokens = {r[0]: r[1] for r in await conn.execute(text("SELECT summary_id, token_count FROM summaries"))}
+        msg_tokens = {r[0]: r[1] for r in await conn.execute(text("SELECT message_id, token_count FROM messages"))}
+    lines = {m.id: m for m in root.manifest}
+    assert lines[a.condensed[0]].summaries_cost == tokens[a.leaves[0]] + tokens[a.leaves[1]]
+    assert lines[a.condensed[0]].messages_cost == sum(msg_tokens[i] for i in a.ids[:8])
+    assert lines[a.leaves[0]].messages_cost == sum(msg_tokens[i] for i in a.ids[:4])
+    assert lines[a.leaves[0]].summaries_cost == 0 and lines[a.leaves[0]].level == 1
+    assert lines[a.leaves[0]].fits_cap == (lines[a.leaves[0]].messages_cost <= 60)
+    leaf = await describe(store, a.leaves[0])
+    assert isinstance(leaf, retrieval.SummaryDescription)
+    assert leaf.source_message_ids == a.ids[:4]
+    assert [c["id"] for c in leaf.children] == [a.condensed[0]] and not leaf.in_context
+
+
+async def test_describe_message(store: Store) -> None:
+    a, _b = await build_planted(store)
+    for ref in (f"msg_{a.ids[0]}", a.ids[0], str(a.ids[0])):
+        d = await describe(store, ref)
+        assert isinstance(d, retrieval.MessageDescription)
+        assert d.row["text"] == "the vault17 code is 482913"
+        assert [c["id"] for c in d.covering] == [a.leaves[0], a.condensed[0]]
+        assert d.covering[1]["inContext"] and not d.in_context
+    raw = await describe(store, f"msg_{a.ids[-1]}")
+    assert isinstance(raw, retrieval.MessageDescription) and raw.in_context and raw.covering == []
+
+
+async def test_describe_errors(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="sum_nope"):
+        await describe(store, "sum_nope")
+    with pytest.raises(NotFoundError, match="msg_999"):
+        await describe(store, "msg_999")
+    with pytest.raises(RecallQueryError, match="not a summary id"):
+        await describe(store, "banana")
+
+
+async def test_subtree_query_plans_use_indexes(store: Store) -> None:
+    """Pinned join order: every recursive step is an index SEARCH, never a SCAN of the edge tables.
+
+    SQLite names a PRIMARY KEY's index ``sqlite_autoindex_<table>_1`` (the constraint name
+    ``pk_summary_parents`` never appears in a plan).
+    """
+    await build_planted(store)
+    async with store.read() as conn:
+        rows = await conn.execute(text("EXPLAIN QUERY PLAN " + retrieval.SUBTREE_SQL), {"root": "x", "max_lvl": 64})
+        plan = [r[3] for r in rows]
+        cover = await conn.execute(
+            text("EXPLAIN QUERY PLAN " + retrieval._COVER_SQL.text.replace("IN :ids", "IN (1, 2)"))
+        )
+        cover_plan = [r[3] for r in cover]
+    joined = " | ".join(plan)
+    assert "USING COVERING INDEX sqlite_autoindex_summary_parents_1 (summary_id=?)" in joined
+    assert "sqlite_autoindex_summary_messages_1 (summary_id=?)" in joined
+    assert not any(p.startswith("SCAN summary_messages") or p.startswith("SCAN sm") for p in plan)
+    assert not any(p.startswith("SCAN sp") for p in plan)
+    cover_joined = " | ".join(cover_plan)
+    assert "ix_summary_messages_message (message_id=?)" in cover_joined
+    assert "ix_summary_parents_source (source_summary_id=?)" in cover_joined
+    assert not any(p.startswith(("SCAN sm", "SCAN sp", "SCAN ci")) for p in cover_plan)
+
+
+# --- expand --------------------------------------------------------------------------------------
+
+
+async def test_expand_returns_original_messages_hash_equal(store: Store) -> None:
+    a, _b = await build_planted(store)
+    result = await expand(store, a.condensed[0], include_messages=True, token_cap=100_000)
+    messages = [e for e in result.entries if e.kind == "message"]
+    assert [e.id for e in messages] == [f"msg_{i}" for i in a.ids[:8]]
+    for e in messages:
+        original = a.texts[int(e.id[4:])]
+        assert hashlib.sha256(e.text.encode()).digest() == hashlib.sha256(original.encode()).digest()
+    headers = [e for e in result.entries if e.kind == "summary"]
+    assert [e.id for e in headers] == a.leaves and all(e.text == "" and e.token_count == 0 for e in headers)
+    assert not result.truncated and "msg_" in result.render()
+    assert result.total_tokens == sum(e.token_count for e in messages)
+
+
+async def test_expand_summaries_only(store: Store) -> None:
+    a, _b = await build_planted(store)
+    result = await expand(store, a.condensed[0])
+    assert [e.id for e in result.entries] == a.leaves
+    assert "Vault codes were discussed" in result.entries[0].text
+    assert result.cited_ids == a.leaves
+
+
+async def test_expand_token_cap_truncates(store: Store) -> None:
+    a, _b = await build_planted(store)
+    full = await expand(store, a.condensed[0], include_messages=True, token_cap=100_000)
+    first_three = sum(e.token_count for e in full.entries if e.kind == "message")  # whole cost
+    cap = full.entries[1].token_count + full.entries[2].token_count  # header(0) + two messages
+    capped = await expand(store, a.condensed[0], include_messages=True, token_cap=cap)
+    assert capped.truncated and capped.total_tokens <= cap < first_three
+    assert [e.id for e in capped.entries] == [e.id for e in full.entries[:3]]
+    assert capped.more_ids[0] == full.entries[3].id
+    assert "truncated" in capped.render()
+
+
+async def test_expand_max_depth(store: Store) -> None:
+    h = History("agent:main:deep")
+    for round_ in range(4):
+        await add_messages(store, h, filler(f"r{round_}", 2))
+        await summarize_oldest(store, h, 2, f"leaf {round_}")
+    await condense(store, h, 2, "d1 first")
+    await condense(store, h, 2, "d1 second")
+    root = await condense(store, h, 2, "d2 root", depth=1)
+    shallow = await expand(store, root, include_messages=True, max_depth=1, token_cap=100_000)
+    assert [e.id for e in shallow.entries] == h.condensed[:2] and shallow.depth_limited
+    deep = await expand(store, root, include_messages=True, max_depth=2, token_cap=100_000)
+    assert [e.id for e in deep.entries if e.kind == "message"] == [f"msg_{i}" for i in h.ids]
+    assert not deep.depth_limited
+    summaries_only = await expand(store, root, max_depth=2)
+    assert [e.id for e in summaries_only.entries] == [h.condensed[0], *h.leaves[:2], h.condensed[1], *h.leaves[2:]]
+    with pytest.raises(RecallQueryError, match="max_depth"):
+        await expand(store, root, max_depth=0)
+    with pytest.raises(RecallQueryError, match="token_cap"):
+        await expand(store, root, token_cap=0)
+    with pytest.raises(NotFoundError):
+        await expand(store, "sum_missing")

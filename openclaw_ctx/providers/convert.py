@@ -382,7 +382,8 @@ def from_anthropic_messages(wire: Sequence[Wire]) -> list[AgentMessage]:
                         tool_call_id=call_id,
                         tool_name=names.get(call_id, ""),
                         content=_anthropic_blocks(part.get("content") or []),
-                        is_error=bool(part.get("is_error", False)),
+                        # only when set, so a round trip leaves the message exactly as it was
+                        **({"is_error": True} if part.get("is_error") else {}),
                     )
                 )
         if rest:

@@ -162,6 +162,8 @@ class ProviderTransport:
             self.breaker.record("neutral")
             raise
         self.breaker.record("success")
+        if self.spend_guard is not None:
+            self.spend_guard.record(session_key)
         return result
 
     async def _with_retries(

@@ -149,9 +149,11 @@ class CircuitBreaker:
 
 
 class SpendGuard:
-    """At most `max_calls` calls per `window_s` per session key; past that, refuse for `backoff_s`.
+    """At most `max_calls` answered calls per `window_s` per session key; past that, refuse for `backoff_s`.
 
-    Share one guard between a provider and its fallbacks so that falling back cannot bypass the budget.
+    Only calls a provider answered are counted (a failed attempt is not billed, and the circuit breaker
+    bounds those), so a fallback after a failure does not count twice. Share one guard between a provider
+    and its fallbacks so that falling back cannot bypass the budget.
     """
 
     def __init__(
@@ -170,7 +172,7 @@ class SpendGuard:
         self._blocked_until: dict[str, float] = {}
 
     def admit(self, session_key: str | None, provider: str) -> None:
-        """Count one call for `session_key`, or raise ProviderError(kind="spend_limit")."""
+        """Let a call for `session_key` go ahead, or raise ProviderError(kind="spend_limit")."""
         key = session_key or "*"
         now = self._clock()
         until = self._blocked_until.get(key)
@@ -181,17 +183,19 @@ class SpendGuard:
                 provider=provider,
             )
         recent = [t for t in self._calls.get(key, []) if now - t < self.window_s]
+        self._calls[key] = recent
         if len(recent) >= self.max_calls:
             self._blocked_until[key] = now + self.backoff_s
-            self._calls[key] = recent
             raise ProviderError(
                 f"{provider}: spend guard: {len(recent)} calls in {self.window_s:.0f}s for session {key!r} "
                 f"(limit {self.max_calls}); backing off {self.backoff_s:.0f}s",
                 kind="spend_limit",
                 provider=provider,
             )
-        recent.append(now)
-        self._calls[key] = recent
+
+    def record(self, session_key: str | None) -> None:
+        """Count one answered call for `session_key`."""
+        self._calls.setdefault(session_key or "*", []).append(self._clock())
 
     def reset(self, session_key: str | None) -> None:
         """Clear the count and the backoff of `session_key` (a manual or forced compaction does this)."""

@@ -100,6 +100,8 @@ def _spec(
     table = _provider_table(config)
     prefix, model = _split_ref(ref.strip(), set(_PROVIDERS) | set(table))
     name = (provider or prefix or "").strip().lower()
+    if prefix and prefix != name:  # an explicit provider: the prefix is part of its model id (OpenRouter style)
+        model = ref.strip()
     if not name:
         name = "anthropic" if model.lower().startswith("claude") else "openai"
     entry = table.get(name, {})
@@ -147,23 +149,27 @@ def resolve_summary_specs(
     env = os.environ if env is None else env
     plugin = _plugin_config(config)
     compaction = config.agents.defaults.compaction
-    found = _first(
-        (model, "argument"),
-        (env.get("LCM_SUMMARY_MODEL"), "LCM_SUMMARY_MODEL"),
-        (plugin.get("summaryModel"), f"plugins.entries.{PLUGIN_ID}.config.summaryModel"),
-        (compaction.model, "agents.defaults.compaction.model"),
-        (config.agents.defaults.model, "agents.defaults.model"),
-    )
-    if found is None:
+    layers: list[tuple[Any, Any, str]] = [
+        (model, provider, "argument"),
+        (env.get("LCM_SUMMARY_MODEL"), env.get("LCM_SUMMARY_PROVIDER"), "LCM_SUMMARY_MODEL"),
+        (plugin.get("summaryModel"), plugin.get("summaryProvider"), f"plugins.entries.{PLUGIN_ID}.config.summaryModel"),
+        (compaction.model, compaction.provider, "agents.defaults.compaction.model"),
+        (config.agents.defaults.model, None, "agents.defaults.model"),
+    ]
+    # The first layer naming a model decides; a provider named there or in a higher layer applies to it,
+    # one named lower down belongs to a different model and is ignored.
+    chosen: tuple[str, str | None, str] | None = None
+    named: str | None = None
+    for layer_model, layer_provider, source in layers:
+        if isinstance(layer_provider, str) and layer_provider.strip() and named is None:
+            named = layer_provider.strip()
+        if isinstance(layer_model, str) and layer_model.strip():
+            chosen = (layer_model.strip(), named, source)
+            break
+    if chosen is None:
         return []
-    named = _first(
-        (provider, "argument"),
-        (env.get("LCM_SUMMARY_PROVIDER"), "LCM_SUMMARY_PROVIDER"),
-        (plugin.get("summaryProvider"), "summaryProvider"),
-        (compaction.provider, "compaction.provider"),
-    )
-    ref, source = found
-    specs = [_spec(config, env, ref, named[0] if named else None, source, env.get("LCM_SUMMARY_BASE_URL") or None)]
+    ref, named, source = chosen
+    specs = [_spec(config, env, ref, named, source, env.get("LCM_SUMMARY_BASE_URL") or None)]
     raw = env.get("LCM_FALLBACK_PROVIDERS")
     fallbacks: Any = [s for s in raw.split(",") if s.strip()] if raw else plugin.get("fallbackProviders") or []
     for item in fallbacks if isinstance(fallbacks, list) else []:

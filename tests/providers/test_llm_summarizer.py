@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 from loopback import Empty, LoopbackServer, RecordingSleep, Reply, Status, serve
+from sqlalchemy import text
 
-from openclaw_ctx.config import OpenClawConfig, load_config
+from openclaw_ctx.compaction import compact_session
+from openclaw_ctx.config import CompactionSettings, OpenClawConfig, load_config
 from openclaw_ctx.errors import ConfigError, SummarizerAuthError, SummarizerError
-from openclaw_ctx.model import Model
+from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
+from openclaw_ctx.model import Model, ModelRequest
 from openclaw_ctx.providers import AnthropicClient, OpenAIClient, RetryPolicy, Secret
 from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer, resolve_summary_specs
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer, SummaryRequest
 from openclaw_ctx.summarize.llm import LLMSummarizer, strip_reasoning
 
@@ -191,8 +196,8 @@ def test_keys_stay_out_of_reprs_and_cannot_be_pickled() -> None:
     env = {"LCM_SUMMARY_MODEL": "claude-x", "ANTHROPIC_API_KEY": "ak-very-secret"}
     (spec,) = resolve_summary_specs(OpenClawConfig(), env=env)
     summarizer = resolve_summarizer(OpenClawConfig(), env=env)
-    for text in (repr(spec), str(spec), repr(summarizer), repr(spec.client()), repr(spec.api_key)):
-        assert "ak-very-secret" not in text
+    for shown in (repr(spec), str(spec), repr(summarizer), repr(spec.client()), repr(spec.api_key)):
+        assert "ak-very-secret" not in shown
     with pytest.raises(TypeError):
         pickle.dumps(Secret("ak-very-secret"))
 
@@ -227,9 +232,6 @@ async def test_resolve_model_builds_a_working_model(tmp_path: Path, loopback: Lo
     model = resolve_model(config, env={"ANTHROPIC_API_KEY": "ak-t", "ANTHROPIC_BASE_URL": loopback.base_url})
     assert isinstance(model, Model)
     assert (model.name, model.provider, model.context_window) == ("claude-turn", "anthropic", 50000)
-    from openclaw_ctx.messages import UserMessage
-    from openclaw_ctx.model import ModelRequest
-
     reply = await model.complete(ModelRequest("", [UserMessage(content="hi")]))
     assert reply.model == "claude-turn" and loopback.requests[0].headers["x-api-key"] == "ak-t"
     ollama = resolve_model(OpenClawConfig(), env={}, model="qwen3", provider="ollama")
@@ -240,3 +242,81 @@ def test_non_numeric_plugin_setting_is_named() -> None:
     env = {"LCM_SUMMARY_MODEL": "m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LCM_SUMMARY_TIMEOUT_MS": "soon"}
     with pytest.raises(ConfigError, match="LCM_SUMMARY_TIMEOUT_MS"):
         resolve_summarizer(OpenClawConfig(), env=env)
+
+
+# --- a real compaction through each provider ---------------------------------------------------------
+
+
+async def seed_session(store: Store) -> str:
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, "agent:main:llm", engine_id="legacy")
+        items = [
+            repo.NewMessage(m, entry_id=f"e{i}")
+            for i, m in enumerate(
+                message
+                for n in range(8)
+                for message in (
+                    UserMessage(content=f"Step {n}: check /srv/app/mod{n}.py please. " + "detail " * 40),
+                    AssistantMessage(content=[TextContent(text=f"Checked mod{n}.py; decision {n} stands. " * 5)]),
+                )
+            )
+        ]
+        await repo.append_messages(conn, session, items, store.counter)
+    return session.session_id
+
+
+def summarizer_for(api: str, loopback: LoopbackServer, model: str) -> LLMSummarizer:
+    if api == "anthropic":
+        return LLMSummarizer(AnthropicClient(base_url=loopback.base_url, api_key="ak", **FAST), model)
+    return LLMSummarizer(OpenAIClient(base_url=loopback.openai_url, provider="ollama", **FAST), model)
+
+
+async def compact(store: Store, session_id: str, summarizer: LLMSummarizer) -> Any:
+    return await compact_session(
+        store,
+        session_id,
+        settings=CompactionSettings(keep_recent_tokens=200, reserve_tokens=500, reserve_tokens_floor=0),
+        summarizer=summarizer,
+        token_budget=2000,
+        custom_instructions=None,
+        force=True,
+        trigger="manual",
+    )
+
+
+async def summary_rows(store: Store) -> list[Any]:
+    async with store.read() as conn:
+        result = await conn.execute(text("SELECT summarizer, model, fallback_level, content FROM summaries"))
+        return list(result.all())
+
+
+@pytest.mark.parametrize(("api", "provider"), [("openai", "ollama"), ("anthropic", "anthropic")])
+async def test_compaction_stores_a_summary_naming_provider_and_model(
+    store: Store, loopback: LoopbackServer, api: str, provider: str
+) -> None:
+    loopback.default = Reply(text="Steps 0-5 checked mod files; decisions stand.\nExpand for details about: steps")
+    result = await compact(store, await seed_session(store), summarizer_for(api, loopback, "summary-model-1"))
+    assert result.ok and result.compacted
+    ((summarizer, model, level, content),) = await summary_rows(store)
+    assert (summarizer, model, level) == (provider, "summary-model-1", "none")
+    assert "decisions stand" in content
+    sent = loopback.requests[0].body
+    prompt = sent["messages"][-1]["content"]
+    assert "mod0.py" in prompt, "the rendered prompt carries the conversation"
+
+
+async def test_auth_failure_writes_no_summary(store: Store, loopback: LoopbackServer) -> None:
+    loopback.default = Status(401, "invalid x-api-key", "authentication_error")
+    result = await compact(store, await seed_session(store), summarizer_for("anthropic", loopback, "m"))
+    assert not result.ok and not result.compacted and "auth" in (result.reason or "")
+    assert await summary_rows(store) == []
+
+
+async def test_provider_failure_falls_back_to_the_marked_deterministic_summary(
+    store: Store, loopback: LoopbackServer
+) -> None:
+    loopback.default = Status(503, "overloaded")
+    result = await compact(store, await seed_session(store), summarizer_for("openai", loopback, "m"))
+    assert result.ok and result.compacted
+    ((summarizer, model, level, _content),) = await summary_rows(store)
+    assert level == "deterministic" and summarizer != "ollama" and model is None

@@ -1,0 +1,502 @@
+"""The lossless-claw context engine: the lifecycle hooks, compaction writes, and deferred debt.
+
+Compaction plans in memory (:mod:`engines.lossless.compaction`) and then writes everything in one
+transaction: the new summary nodes and edges, the successor session with its full context item
+list (`repo.rotate_session`), the `compactions` audit row, and the cleared debt. A summarizer auth
+failure writes nothing. Deferred mode records a `compaction_debt` row in `engine_state` after the
+turn instead of compacting inline; :meth:`LosslessContextEngine.drain_debt` and an over-budget
+`assemble` pay it, and it survives a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly, live_suffix, load_render_inputs
+from engines.lossless.compaction import PlanItem, SweepOutcome, SweepSettings, sweep, total_tokens
+from engines.lossless.config import LosslessConfig, resolve_config
+from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
+from engines.lossless.large_content import externalise_session
+from openclaw_ctx import __version__
+from openclaw_ctx.contract import (
+    AfterTurnParams,
+    AssembleParams,
+    AssembleResult,
+    BootstrapParams,
+    BootstrapResult,
+    CompactParams,
+    CompactResult,
+    CompactResultDetail,
+    EngineContext,
+    EngineInfo,
+    HostRequirements,
+    IngestBatchParams,
+    IngestBatchResult,
+    IngestParams,
+    IngestResult,
+    PrepareSubagentSpawnParams,
+    SubagentEndedParams,
+    SubagentSpawnPreparation,
+)
+from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
+from openclaw_ctx.messages import AgentMessage, AssistantMessage
+from openclaw_ctx.model import ToolSpec
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.models import Summary
+from openclaw_ctx.store.repo import ContextEntry, SessionRow
+from openclaw_ctx.summarize.base import Summarizer
+
+if TYPE_CHECKING:
+    from engines.lossless.grants import GrantStore
+
+__all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine"]
+
+log = logging.getLogger(__name__)
+
+DEBT_STATE = "compaction_debt"
+DEFAULT_TOKEN_BUDGET = 128_000
+_SUBAGENT_MAX_DEPTH = 3
+_SUBAGENT_TTL_MS = 300_000
+
+
+def _observed_prompt_tokens(messages: list[AgentMessage]) -> int:
+    # The provider's own count of the last prompt: input plus cached input of the newest reply.
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage) and message.usage is not None:
+            u = message.usage
+            return u.input + u.cache_read + u.cache_write
+    return 0
+
+
+class LosslessContextEngine:
+    """Lossless Context Management: a DAG of summaries over an immutable message store."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.config: LosslessConfig = resolve_config(ctx.config)
+        if ctx.store is None:
+            raise EngineError("lossless-claw needs the host's Store (EngineContext.store is None)")
+        self.store = ctx.store
+        self.counter = ctx.store.counter
+        self.summarizer: Summarizer = ctx.summarizer or self._default_summarizer()
+        self._ctx = ctx
+        self._renders = RenderCache()
+        self._successor: dict[str, str] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._grants: GrantStore | None = None
+        self._info = EngineInfo(
+            id=ENGINE_ID,
+            name="Lossless Context Management",
+            version=__version__,
+            owns_compaction=True,
+            turn_maintenance_mode="background",
+            host_requirements={
+                "agent-run": HostRequirements(
+                    required_capabilities=["assemble-before-prompt"],
+                    unsupported_message=(
+                        "lossless-claw assembles the prompt from its store before every run; this host "
+                        "cannot call assemble before the prompt, so running it would desynchronise the "
+                        "session. Use an embedded agent run or select the legacy engine."
+                    ),
+                )
+            },
+        )
+
+    def _default_summarizer(self) -> Summarizer:
+        from openclaw_ctx.summarize.extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer(self.counter)
+
+    @property
+    def info(self) -> EngineInfo:
+        """`lossless-claw`; owns compaction; needs assemble-before-prompt for agent runs."""
+        return self._info
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def _writes_allowed(self, key: str) -> bool:
+        return not (self.config.is_ignored(key) or self.config.is_stateless(key))
+
+    # --- ingest and bootstrap --------------------------------------------------------------
+
+    async def ingest(self, params: IngestParams) -> IngestResult:
+        """Store one message unless its entry id is already stored (then ``ingested=False``)."""
+        outcome = await ingest_messages(
+            self.store,
+            self.config,
+            session_id=params.session_id,
+            session_key=params.session_key,
+            messages=[params.message],
+            entry_ids=[params.entry_id],
+            is_heartbeat=params.is_heartbeat,
+        )
+        return IngestResult(ingested=outcome.inserted > 0)
+
+    async def ingest_batch(self, params: IngestBatchParams) -> IngestBatchResult:
+        """Store a turn's messages in one transaction, skipping those already stored."""
+        outcome = await ingest_messages(
+            self.store,
+            self.config,
+            session_id=params.session_id,
+            session_key=params.session_key,
+            messages=params.messages,
+            entry_ids=params.entry_ids,
+            is_heartbeat=params.is_heartbeat,
+        )
+        return IngestBatchResult(ingested_count=outcome.inserted)
+
+    async def bootstrap(self, params: BootstrapParams) -> BootstrapResult:
+        """Adopt the session's existing rows and context (e.g. after legacy ran it)."""
+        return await bootstrap_session(self.store, self.config, params)
+
+    # --- after the turn: threshold and debt ---------------------------------------------------
+
+    async def after_turn(self, params: AfterTurnParams) -> None:
+        """Externalise large new content, then evaluate the threshold: record debt, or compact inline."""
+        if params.is_heartbeat:
+            return
+        async with self.store.transaction() as conn:
+            key = await session_key_of(conn, params.session_id, params.session_key)
+            if not self._writes_allowed(key):
+                return
+            session = await repo.active_session(conn, key)
+            if session is None:
+                return
+            await externalise_session(
+                conn, session.session_id, key, self.config.large_file_token_threshold, self.counter
+            )
+            stored = await repo.context_tokens(conn, session.session_id)
+            observed = _observed_prompt_tokens(params.messages[params.pre_prompt_message_count :])
+            budget = params.token_budget or DEFAULT_TOKEN_BUDGET
+            pressure = max(stored, observed)
+            if pressure <= self.config.threshold_tokens(budget):
+                return
+            if self.config.proactive_threshold_compaction_mode == "deferred":
+                debt = await repo.get_engine_state(conn, ENGINE_ID, key, DEBT_STATE) or {"attempts": 0}
+                debt.update(
+                    pending=True,
+                    reason="threshold",
+                    token_budget=budget,
+                    projected_tokens=pressure,
+                    session_id=session.session_id,
+                    recorded_at=repo.utc_now(),
+                )
+                await repo.set_engine_state(conn, ENGINE_ID, key, DEBT_STATE, debt)
+                return
+        await self._compact(key, budget, "threshold", force=False, trigger="threshold", observed=pressure)
+
+    async def pending_debt(self, session_key: str) -> dict[str, Any] | None:
+        """The recorded compaction debt of a key, if any."""
+        async with self.store.read() as conn:
+            debt = await repo.get_engine_state(conn, ENGINE_ID, session_key, DEBT_STATE)
+        return debt if isinstance(debt, dict) else None
+
+    async def drain_debt(self, session_key: str) -> CompactResult | None:
+        """Pay a key's deferred compaction debt now (call after the reply is delivered); None if none."""
+        debt = await self.pending_debt(session_key)
+        if debt is None:
+            return None
+        result = await self._compact(
+            session_key,
+            int(debt.get("token_budget") or DEFAULT_TOKEN_BUDGET),
+            "threshold",
+            force=False,
+            trigger="deferred",
+            observed=int(debt.get("projected_tokens") or 0),
+        )
+        if result.ok and not result.compacted:
+            await self._set_debt(session_key, None)
+        elif not result.ok:
+            await self._set_debt(
+                session_key, {**debt, "attempts": int(debt.get("attempts", 0)) + 1, "last_error": result.reason}
+            )
+        return result
+
+    async def _set_debt(self, key: str, value: dict[str, Any] | None) -> None:
+        async with self.store.transaction() as conn:
+            await repo.set_engine_state(conn, ENGINE_ID, key, DEBT_STATE, value)
+
+    # --- compaction ----------------------------------------------------------------------
+
+    async def compact(self, params: CompactParams) -> CompactResult:
+        """Threshold target: full sweeps. Budget target: repeat until under the budget (bounded)."""
+        async with self.store.read() as conn:
+            key = await session_key_of(conn, params.session_id, params.session_key)
+        if self.config.is_ignored(key):
+            from openclaw_ctx.compaction import delegate_compaction_to_runtime
+
+            return await delegate_compaction_to_runtime(params, self._ctx)
+        if self.config.is_stateless(key):
+            return CompactResult(ok=True, compacted=False, reason="stateless session: lossless state is read-only")
+        target = params.compaction_target or ("budget" if params.force_reason == "preflight_required" else "threshold")
+        return await self._compact(
+            key,
+            params.token_budget or DEFAULT_TOKEN_BUDGET,
+            target,
+            force=params.force,
+            trigger=params.force_reason or ("manual" if params.force else target),
+            observed=params.current_token_count or 0,
+            instructions=params.custom_instructions or "",
+            abort=params.abort_signal,
+        )
+
+    async def _load_plan_items(
+        self, conn: AsyncConnection, session: SessionRow
+    ) -> tuple[list[ContextEntry], list[PlanItem]]:
+        entries = await repo.load_context(conn, session.session_id)
+        rendered, stubs = await load_render_inputs(
+            conn, entries, self._renders, self.counter, self.config.large_file_token_threshold
+        )
+        ids = [e.summary_id for e in entries if e.summary_id is not None]
+        stats: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(ids), 500):
+            rows = await conn.execute(
+                select(Summary.summary_id, Summary.descendant_token_count, Summary.source_message_token_count).where(
+                    Summary.summary_id.in_(ids[start : start + 500])
+                )
+            )
+            stats.update({sid: (d, s) for sid, d, s in rows})
+        items: list[PlanItem] = []
+        for e in entries:
+            if e.item_type == "message":
+                assert e.message is not None and e.message_id is not None
+                stub = stubs.get(e.message_id)
+                view = stub.message if stub else e.message
+                items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
+            else:
+                assert e.summary_id is not None and e.summary is not None
+                desc_tokens, src_tokens = stats.get(e.summary_id, (0, 0))
+                items.append(
+                    PlanItem(
+                        "summary",
+                        e.summary_id,
+                        rendered[e.summary_id].tokens,
+                        depth=int(e.summary.get("depth") or 0),
+                        content=str(e.summary.get("content") or ""),
+                        earliest_at=e.summary.get("earliest_at"),
+                        latest_at=e.summary.get("latest_at"),
+                        descendant_count=int(e.summary.get("descendant_count") or 0),
+                        descendant_token_count=desc_tokens,
+                        source_message_token_count=src_tokens,
+                    )
+                )
+        return entries, items
+
+    async def _compact(
+        self,
+        key: str,
+        budget: int,
+        target: str,
+        *,
+        force: bool,
+        trigger: str,
+        observed: int = 0,
+        instructions: str = "",
+        abort: Any = None,
+    ) -> CompactResult:
+        async with self._lock(key):
+            started = time.monotonic()
+            async with self.store.read() as conn:
+                session = await repo.active_session(conn, key)
+                if session is None:
+                    return CompactResult(ok=True, compacted=False, reason="no session for this key yet")
+                entries, items = await self._load_plan_items(conn, session)
+            before = max(total_tokens(items), observed)
+            limit = self.config.threshold_tokens(budget) if target == "threshold" else budget
+            if not force and before <= limit:
+                reason = "below threshold" if target == "threshold" else "already within budget"
+                return CompactResult(
+                    ok=True,
+                    compacted=False,
+                    reason=reason,
+                    result=CompactResultDetail(tokens_before=before, tokens_after=before),
+                )
+            settings = SweepSettings(
+                self.config, budget, "budget" if target == "budget" else "threshold", force, instructions, abort
+            )
+            try:
+                outcome = await sweep(items, settings, self.summarizer, self.counter)
+            except SummarizerAuthError as exc:
+                log.warning("lossless-claw: summarizer auth failed for %s; nothing written: %s", key, exc)
+                return CompactResult(ok=False, compacted=False, reason=f"summarizer auth failed: {exc}")
+            except AbortError as exc:
+                return CompactResult(ok=False, compacted=False, reason=f"aborted: {exc}")
+            if not outcome.created:
+                return CompactResult(
+                    ok=True,
+                    compacted=False,
+                    reason=outcome.stop_reason,
+                    result=CompactResultDetail(tokens_before=before, tokens_after=before),
+                )
+            last_ordinal = entries[-1].ordinal if entries else -1
+            return await self._write(session, outcome, before, last_ordinal, trigger, started)
+
+    async def _write(
+        self, session: SessionRow, outcome: SweepOutcome, before: int, last_ordinal: int, trigger: str, started: float
+    ) -> CompactResult:
+        async with self.store.transaction() as conn:
+            current = await repo.active_session(conn, session.session_key)
+            if current is None or current.session_id != session.session_id:
+                return CompactResult(ok=False, compacted=False, reason="session rotated concurrently; retry")
+            # Messages the host appended while the sweep ran stay at the end, untouched.
+            extra = (
+                await conn.execute(
+                    text(
+                        "SELECT item_type, COALESCE(message_id, summary_id), token_count FROM context_items "
+                        "WHERE session_id = :sid AND ordinal > :last ORDER BY ordinal"
+                    ),
+                    {"sid": session.session_id, "last": last_ordinal},
+                )
+            ).all()
+            for node in outcome.created:
+                await repo.insert_summary(conn, session, node)
+            items: list[tuple[Any, Any, int]] = [(i.kind, i.ref, i.tokens) for i in outcome.items]
+            items += [(kind, int(ref) if kind == "message" else ref, tokens) for kind, ref, tokens in extra]
+            successor = await repo.rotate_session(conn, session, items, reason="compaction", engine_id=ENGINE_ID)
+            after = sum(t for _, _, t in items)
+            first_kept = next((i for i in outcome.items if i.kind == "message"), None)
+            top = outcome.created[-1]
+            await repo.record_compaction(
+                conn,
+                session_key=session.session_key,
+                before_session_id=session.session_id,
+                after_session_id=successor.session_id,
+                engine_id=ENGINE_ID,
+                trigger=trigger,
+                ok=1,
+                compacted=1,
+                reason=outcome.stop_reason,
+                tokens_before=before,
+                tokens_after=after,
+                summary_id=top.summary_id,
+                first_kept_message_id=int(first_kept.ref) if first_kept else None,
+                first_kept_entry_id=first_kept.entry_id if first_kept else None,
+                summaries_created=len(outcome.created),
+                duration_ms=int((time.monotonic() - started) * 1000),
+                details={"passes": outcome.passes, "depths": sorted({n.depth for n in outcome.created})},
+            )
+            await repo.set_engine_state(conn, ENGINE_ID, session.session_key, DEBT_STATE, None)
+            mark = await repo.get_engine_state(conn, ENGINE_ID, session.session_key, BOOTSTRAP_STATE)
+            if isinstance(mark, dict):
+                await repo.set_engine_state(
+                    conn, ENGINE_ID, session.session_key, BOOTSTRAP_STATE, {**mark, "session_id": successor.session_id}
+                )
+        for sid, rendered in outcome.rendered.items():
+            self._renders.put(sid, rendered)
+        self._successor[session.session_id] = successor.session_id
+        return CompactResult(
+            ok=True,
+            compacted=True,
+            reason=outcome.stop_reason,
+            result=CompactResultDetail(
+                summary=top.content,
+                first_kept_entry_id=first_kept.entry_id if first_kept else None,
+                tokens_before=before,
+                tokens_after=after,
+                details={
+                    "summaries_created": len(outcome.created),
+                    "passes": outcome.passes,
+                    "max_depth": max(n.depth for n in outcome.created),
+                },
+                session_id=successor.session_id,
+                session_file=successor.session_file,
+            ),
+        )
+
+    # --- assembly ------------------------------------------------------------------------
+
+    def _current_id(self, session_id: str) -> str:
+        while session_id in self._successor:
+            session_id = self._successor[session_id]
+        return session_id
+
+    async def _load_for_assembly(self, key: str, session_id: str) -> tuple[str, list[ContextEntry], AssemblyPlan]:
+        async with self.store.read() as conn:
+            sid = self._current_id(session_id)
+            entries = await repo.load_context(conn, sid)
+            if not entries:
+                # Stale or unknown id (rotated by another process, or a first turn): ask the store.
+                active = await repo.active_session(conn, key)
+                if active is not None and active.session_id != sid:
+                    sid = active.session_id
+                    entries = await repo.load_context(conn, sid)
+            rendered, stubs = await load_render_inputs(
+                conn, entries, self._renders, self.counter, self.config.large_file_token_threshold
+            )
+        plan = AssemblyPlan(0, self.config.fresh_tail_count, self.config.fresh_tail_max_tokens, rendered, stubs)
+        return sid, entries, plan
+
+    async def assemble(self, params: AssembleParams) -> AssembleResult:
+        """The context within the budget: summaries as untrusted XML, the fresh tail always kept."""
+        key = params.session_key or params.session_id
+        if self.config.is_ignored(key):
+            return AssembleResult(messages=params.messages, estimated_tokens=0)
+        budget = params.token_budget or DEFAULT_TOKEN_BUDGET
+        sid, entries, plan = await self._load_for_assembly(key, params.session_id)
+        stored = sum(plan.rendered[e.summary_id].tokens if e.summary_id is not None else e.token_count for e in entries)
+        if stored > budget and self._writes_allowed(key):
+            # Pressure over the budget: pay the (deferred) compaction before the prompt.
+            result = await self._compact(
+                key, budget, "threshold", force=False, trigger="assemble-pressure", observed=stored
+            )
+            if result.compacted:
+                sid, entries, plan = await self._load_for_assembly(key, sid)
+        plan.budget = budget
+        plan.live = live_suffix(params.messages, entries)
+        return build_assembly(entries, plan, self.counter)
+
+    # --- sub-agents and tools ----------------------------------------------------------------
+
+    def _grant_store(self) -> GrantStore:
+        if self._grants is None:
+            from engines.lossless.grants import GrantStore
+
+            self._grants = GrantStore(self.store)
+        return self._grants
+
+    async def prepare_subagent_spawn(self, params: PrepareSubagentSpawnParams) -> SubagentSpawnPreparation:
+        """Grant the child scoped, token-capped recall over the parent's session; rollback revokes it."""
+        grants = self._grant_store()
+        await grants.create(
+            params.parent_session_key,
+            params.child_session_key,
+            token_cap=self.config.max_expand_tokens,
+            max_depth=_SUBAGENT_MAX_DEPTH,
+            ttl_ms=params.ttl_ms or _SUBAGENT_TTL_MS,
+        )
+        child = params.child_session_key
+
+        async def rollback() -> None:
+            await grants.revoke(child, "spawn-rollback")
+
+        return SubagentSpawnPreparation(rollback)
+
+    async def on_subagent_ended(self, params: SubagentEndedParams) -> None:
+        """Revoke the child's grant."""
+        await self._grant_store().revoke(params.child_session_key, params.reason)
+
+    def tools(self, session_key: str) -> list[ToolSpec]:
+        """The recall tools (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query) for a session."""
+        from engines.lossless.tools import build_tools
+
+        return build_tools(self.store, session_key=session_key, config=self.config, grant_store=self._grant_store())
+
+    async def dispose(self) -> None:
+        """Nothing to release: the Store belongs to the host."""
+        self._renders = RenderCache()
+
+
+def create_engine(ctx: EngineContext | None = None) -> LosslessContextEngine:
+    """The factory registered under `lossless-claw`.
+
+    Raises:
+        ConfigError: unknown or ill-typed config keys (the registry quarantines with this reason).
+        EngineError: no Store in the context.
+    """
+    return LosslessContextEngine(ctx or EngineContext())

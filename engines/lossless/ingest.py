@@ -1,0 +1,135 @@
+"""Ingest, batch ingest and bootstrap for the lossless engine.
+
+The host persists every message itself (whatever engine is active), so these are idempotent on the
+transcript entry id and the provider event key — never on a content hash: a message the host (or a
+replayed turn) already stored is reported ``ingested=False`` and written nowhere. Engine-side ingest
+exists for hosts that do not persist (direct library use). Bootstrap adopts whatever another engine
+(legacy) left in the store: its messages and context items stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from engines.lossless.config import LosslessConfig
+from engines.lossless.large_content import externalise_session
+from openclaw_ctx.contract import BootstrapParams, BootstrapResult
+from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.messages import AgentMessage
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.models import ContextItem
+from openclaw_ctx.store.store import Store
+from openclaw_ctx.tokens import TokenCounter
+
+__all__ = ["BOOTSTRAP_STATE", "ENGINE_ID", "IngestOutcome", "bootstrap_session", "ingest_messages", "session_key_of"]
+
+ENGINE_ID = "lossless-claw"
+BOOTSTRAP_STATE = "bootstrap"
+
+
+async def session_key_of(conn: AsyncConnection, session_id: str, session_key: str | None) -> str:
+    """The stable key for a hook call: the given key, else the stored session's, else the id itself."""
+    if session_key:
+        return session_key
+    try:
+        return (await repo.get_session(conn, session_id)).session_key
+    except NotFoundError:
+        return session_id
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """How many messages were new, and which session they went to."""
+
+    inserted: int
+    session_id: str | None
+    file_ids: tuple[str, ...] = ()
+
+
+async def ingest_messages(
+    store: Store,
+    config: LosslessConfig,
+    *,
+    session_id: str,
+    session_key: str | None,
+    messages: Sequence[AgentMessage],
+    entry_ids: Sequence[str | None] | None = None,
+    is_heartbeat: bool = False,
+) -> IngestOutcome:
+    """Persist `messages` to the key's active session in one transaction (duplicates skipped).
+
+    Heartbeats and ignored or stateless sessions store nothing. New messages over the large-content
+    threshold are externalised in the same transaction.
+
+    Raises:
+        ValueError: `entry_ids` does not line up with `messages`, or repeats an id.
+    """
+    if entry_ids is not None and len(entry_ids) != len(messages):
+        raise ValueError(f"entry_ids has {len(entry_ids)} items for {len(messages)} messages")
+    if is_heartbeat or not messages:
+        return IngestOutcome(0, None)
+    async with store.transaction() as conn:
+        key = await session_key_of(conn, session_id, session_key)
+        if config.is_ignored(key) or config.is_stateless(key):
+            return IngestOutcome(0, None)
+        session = await repo.ensure_session(conn, key, session_id=session_id, engine_id=ENGINE_ID)
+        ids = list(entry_ids) if entry_ids is not None else [None] * len(messages)
+        items = [repo.NewMessage(message=m, entry_id=e) for m, e in zip(messages, ids, strict=True)]
+        results = await repo.append_messages(conn, session, items, store.counter)
+        inserted = sum(1 for r in results if r.inserted)
+        files: list[str] = []
+        if inserted:
+            files = await externalise_session(
+                conn, session.session_id, key, config.large_file_token_threshold, store.counter
+            )
+    return IngestOutcome(inserted, session.session_id, tuple(files))
+
+
+async def bootstrap_session(store: Store, config: LosslessConfig, params: BootstrapParams) -> BootstrapResult:
+    """Adopt the key's existing store state for this engine (once), recording a bootstrap mark.
+
+    Messages, summaries (legacy ones included) and context items written by the host or another
+    engine stay exactly as they are; large content already in the context is externalised.
+    """
+    counter: TokenCounter = store.counter
+    async with store.transaction() as conn:
+        key = await session_key_of(conn, params.session_id, params.session_key)
+        if config.is_ignored(key):
+            return BootstrapResult(bootstrapped=False, reason="session matches ignoreSessionPatterns")
+        mark = await repo.get_engine_state(conn, ENGINE_ID, key, BOOTSTRAP_STATE)
+        existing = await repo.active_session(conn, key)
+        if mark is not None and existing is not None and mark.get("session_id") == existing.session_id:
+            return BootstrapResult(bootstrapped=False, reason="already bootstrapped")
+        if config.is_stateless(key):
+            return BootstrapResult(bootstrapped=False, reason="stateless session: read-only")
+        session = existing or await repo.ensure_session(
+            conn, key, session_id=params.session_id, session_file=params.session_file, engine_id=ENGINE_ID
+        )
+        rows = await conn.execute(
+            select(ContextItem.item_type, func.count())
+            .where(ContextItem.session_id == session.session_id)
+            .group_by(ContextItem.item_type)
+        )
+        counts: dict[str, int] = {str(kind): int(n) for kind, n in rows.all()}
+        files = await externalise_session(conn, session.session_id, key, config.large_file_token_threshold, counter)
+        await repo.set_engine_state(
+            conn,
+            ENGINE_ID,
+            key,
+            BOOTSTRAP_STATE,
+            {
+                "at": repo.utc_now(),
+                "session_id": session.session_id,
+                "previous_engine": session.engine_id,
+                "adopted_messages": counts.get("message", 0),
+                "adopted_summaries": counts.get("summary", 0),
+                "externalised": files,
+            },
+        )
+    adopted = counts.get("message", 0) + counts.get("summary", 0)
+    reason = f"adopted {adopted} context items" + (f" from engine {session.engine_id}" if session.engine_id else "")
+    return BootstrapResult(bootstrapped=True, imported_messages=0, reason=reason)

@@ -14,20 +14,24 @@ to ``legacy``; the default engine itself fails loudly. Tests build their own ``E
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any, Literal
 
 from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig
 from openclaw_ctx.contract import ContextEngine, EngineContext, EngineFactory
 from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
+from openclaw_ctx.registry_health import default_health_path, read_health, write_health
 from openclaw_ctx.registry_types import (
     CORE_OWNER,
     ENTRY_POINT_GROUP,
     PUBLIC_SDK_OWNER,
     Lifecycle,
+    PluginApi,
     QuarantineRecord,
     RegisteredEngine,
     RegisterResult,
@@ -36,6 +40,7 @@ from openclaw_ctx.registry_types import (
     contract_error,
     entry_point_owner,
     env_allow,
+    factory_context,
     owner_plugin_id,
 )
 from openclaw_ctx.registry_wrappers import QuarantineProxy, wrap_compat
@@ -64,27 +69,6 @@ __all__ = [
 ]
 
 
-class _PluginApi:
-    """The ``api`` object an entry point's ``register(api)`` receives."""
-
-    def __init__(self, registry: EngineRegistry, owner: str) -> None:
-        self._registry = registry
-        self.owner = owner
-
-    def register_context_engine(
-        self, engine_id: str, factory: EngineFactory, *, lifecycle: Lifecycle = "runtime"
-    ) -> RegisterResult:
-        result = self._registry.register_for_owner(engine_id, factory, self.owner, lifecycle=lifecycle)
-        if not result.ok:
-            _log.warning(
-                '[context-engine] %s could not register "%s": already owned by %s',
-                self.owner,
-                engine_id,
-                result.existing_owner,
-            )
-        return result
-
-
 def _now() -> str:
     from openclaw_ctx.store.repo import utc_now
 
@@ -97,9 +81,11 @@ class EngineRegistry:
 
     Args:
         autoload: when True, :meth:`resolve` first loads the entry points (:meth:`ensure_loaded`).
+        health_path: where to mirror quarantines for other processes (``None``: nowhere).
     """
 
     autoload: bool = True
+    health_path: Callable[[], Path] | None = None
     _engines: dict[str, RegisteredEngine] = field(default_factory=dict)
     _quarantines: dict[str, QuarantineRecord] = field(default_factory=dict)
     _loaded: set[tuple[str, str]] = field(default_factory=set)
@@ -143,8 +129,8 @@ class EngineRegistry:
             if existing.lifecycle == lifecycle and not allow_same_owner_refresh:
                 return RegisterResult(False, existing.owner)
         self._engines[engine_id] = RegisteredEngine(engine_id, factory, owner, lifecycle)
-        if lifecycle == "runtime":
-            self._quarantines.pop(engine_id, None)
+        if lifecycle == "runtime" and self._quarantines.pop(engine_id, None) is not None:
+            self._sync_health()
         return RegisterResult(True)
 
     def register(self, engine_id: str, factory: EngineFactory) -> RegisterResult:
@@ -152,10 +138,13 @@ class EngineRegistry:
         return self.register_for_owner(engine_id, factory, PUBLIC_SDK_OWNER)
 
     def clear_for_owner(self, owner: str) -> list[str]:
-        """Unregister every engine of `owner`; returns the ids removed."""
+        """Unregister every engine of `owner` (and lift their quarantines); returns the ids removed."""
         removed = [i for i, e in self._engines.items() if e.owner == owner]
+        lifted = [self._quarantines.pop(i, None) for i in removed]
         for engine_id in removed:
             del self._engines[engine_id]
+        if any(lifted):
+            self._sync_health()
         return removed
 
     def get(self, engine_id: str) -> RegisteredEngine | None:
@@ -187,7 +176,7 @@ class EngineRegistry:
             self._loaded.add(key)
             try:
                 register = ep.load()
-                register(_PluginApi(self, owner))
+                register(PluginApi(self, owner))
             except Exception as exc:
                 self.load_errors[ep.name] = f"{type(exc).__name__}: {exc}"
                 _log.error('[context-engine] plugin entry point "%s" (%s) failed to load: %s', ep.name, ep.value, exc)
@@ -203,8 +192,9 @@ class EngineRegistry:
         existing = self._quarantines.get(engine_id)
         if existing is not None:
             return existing
-        record = QuarantineRecord(engine_id, owner, operation, reason, _now())
+        record = QuarantineRecord(engine_id, owner, operation, reason, _now(), os.getpid())
         self._quarantines[engine_id] = record
+        self._sync_health()
         owner_text = f" owner={owner}" if owner else ""
         _log.error(
             '[context-engine] Context engine "%s"%s failed during %s: %s; quarantining it for this process '
@@ -217,13 +207,27 @@ class EngineRegistry:
         )
         return record
 
-    def list_quarantines(self) -> list[QuarantineRecord]:
-        """Quarantines in force, oldest first."""
-        return list(self._quarantines.values())
+    def list_quarantines(self, *, other_processes: bool = False) -> list[QuarantineRecord]:
+        """Quarantines in force in this process, oldest first.
+
+        Args:
+            other_processes: also those that live processes recorded in the health file.
+        """
+        own = list(self._quarantines.values())
+        if not other_processes or self.health_path is None:
+            return own
+        return own + read_health(self.health_path(), exclude_pid=os.getpid())
 
     def clear_quarantine(self, engine_id: str) -> bool:
         """Lift a quarantine; True if there was one."""
-        return self._quarantines.pop(engine_id, None) is not None
+        lifted = self._quarantines.pop(engine_id, None) is not None
+        if lifted:
+            self._sync_health()
+        return lifted
+
+    def _sync_health(self) -> None:
+        if self.health_path is not None:
+            write_health(self.health_path(), list(self._quarantines.values()))
 
     # --- resolution -----------------------------------------------------------------------------
 
@@ -264,7 +268,7 @@ class EngineRegistry:
         if engine_id == DEFAULT_ENGINE_ID:
             return await self._resolve_selected_default(ctx, source)
         entry = self._engines.get(engine_id)
-        ctx = _factory_context(ctx, config, engine_id)
+        ctx = factory_context(ctx, config, engine_id)
         if config is not None and not self._plugin_enabled(config, engine_id, entry):
             return await self._fallback(engine_id, source, ctx, "plugin disabled")
         if self.is_quarantined(engine_id):
@@ -331,19 +335,6 @@ class EngineRegistry:
         return ", ".join(sorted(i for i, e in self._engines.items() if e.lifecycle == "runtime")) or "(none)"
 
 
-def _factory_context(ctx: EngineContext | None, config: OpenClawConfig | None, engine_id: str) -> EngineContext:
-    """The factory's ctx: the caller's, completed (never mutated) with the config and the plugin entry."""
-    ctx = ctx or EngineContext()
-    if config is None:
-        return ctx
-    entry = config.entry(engine_id)
-    return replace(
-        ctx,
-        openclaw_config=ctx.openclaw_config or config,
-        config=ctx.config if ctx.config is not None else (dict(entry.config) if entry is not None else None),
-    )
-
-
 # --- the process-wide registry ------------------------------------------------------------------
 
 _GLOBAL_ATTR = "_openclaw_ctx_context_engine_registry"
@@ -358,7 +349,7 @@ def get_registry() -> EngineRegistry:
     holder = sys.modules["openclaw_ctx"]
     registry = getattr(holder, _GLOBAL_ATTR, None)
     if registry is None:
-        registry = EngineRegistry()
+        registry = EngineRegistry(health_path=default_health_path)
         setattr(holder, _GLOBAL_ATTR, registry)
     return registry
 
@@ -393,8 +384,8 @@ def ensure_engines_loaded(allow: set[str] | None = None) -> None:
 
 
 def list_quarantines() -> list[QuarantineRecord]:
-    """Quarantines in force in this process."""
-    return get_registry().list_quarantines()
+    """Quarantines in force: this process's, then those other live processes recorded."""
+    return get_registry().list_quarantines(other_processes=True)
 
 
 async def resolve_context_engine(

@@ -6,20 +6,24 @@ Split from :mod:`openclaw_ctx.registry` (which re-exports the public names).
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import EntryPoint
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from openclaw_ctx.config import DEFAULT_ENGINE_ID
+from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig
 from openclaw_ctx.contract import ContextEngine, EngineContext, EngineFactory
+
+_log = logging.getLogger("openclaw_ctx.registry")
 
 __all__ = [
     "CORE_OWNER",
     "ENTRY_POINT_GROUP",
     "PUBLIC_SDK_OWNER",
     "Lifecycle",
+    "PluginApi",
     "QuarantineRecord",
     "RegisterResult",
     "RegisteredEngine",
@@ -28,6 +32,7 @@ __all__ = [
     "contract_error",
     "entry_point_owner",
     "env_allow",
+    "factory_context",
     "owner_plugin_id",
 ]
 
@@ -69,6 +74,8 @@ class QuarantineRecord:
     """``resolve``, ``factory``, ``contract-validation`` or a hook name (``assemble``, ``afterTurn``, …)."""
     reason: str
     failed_at: str
+    pid: int | None = None
+    """The process that quarantined it (records of other processes come from the health file)."""
 
 
 @dataclass(frozen=True)
@@ -153,3 +160,52 @@ def env_allow() -> set[str] | None:
     if raw is None or not raw.strip():
         return None
     return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+class _Registrar(Protocol):
+    """What :class:`PluginApi` needs from the registry."""
+
+    def register_for_owner(
+        self,
+        engine_id: str,
+        factory: EngineFactory,
+        owner: str,
+        *,
+        allow_same_owner_refresh: bool = False,
+        lifecycle: Lifecycle = "runtime",
+    ) -> RegisterResult: ...
+
+
+class PluginApi:
+    """The ``api`` object an entry point's ``register(api)`` receives."""
+
+    def __init__(self, registry: _Registrar, owner: str) -> None:
+        self._registry = registry
+        self.owner = owner
+
+    def register_context_engine(
+        self, engine_id: str, factory: EngineFactory, *, lifecycle: Lifecycle = "runtime"
+    ) -> RegisterResult:
+        """Register `factory` under `engine_id` for this entry point's owner (refusals are logged)."""
+        result = self._registry.register_for_owner(engine_id, factory, self.owner, lifecycle=lifecycle)
+        if not result.ok:
+            _log.warning(
+                '[context-engine] %s could not register "%s": already owned by %s',
+                self.owner,
+                engine_id,
+                result.existing_owner,
+            )
+        return result
+
+
+def factory_context(ctx: EngineContext | None, config: OpenClawConfig | None, engine_id: str) -> EngineContext:
+    """The factory's ctx: the caller's, completed (never mutated) with the config and the plugin entry."""
+    ctx = ctx or EngineContext()
+    if config is None:
+        return ctx
+    entry = config.entry(engine_id)
+    return replace(
+        ctx,
+        openclaw_config=ctx.openclaw_config or config,
+        config=ctx.config if ctx.config is not None else (dict(entry.config) if entry is not None else None),
+    )

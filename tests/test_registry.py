@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -44,6 +46,7 @@ from openclaw_ctx.registry import (
     owner_plugin_id,
     resolve_context_engine,
 )
+from openclaw_ctx.registry_health import read_health
 from openclaw_ctx.registry_types import env_allow
 
 REGISTRY_LOGGER = "openclaw_ctx.registry"
@@ -222,8 +225,11 @@ def test_clear_context_engines_for_owner_removes_only_that_owner() -> None:
     reg.register_for_owner("a", FakeEngine, "plugin:p")
     reg.register_for_owner("b", FakeEngine, "plugin:p")
     reg.register_for_owner("c", FakeEngine, "plugin:q")
+    reg.quarantine("a", "plugin:p", "assemble", "boom")
+    reg.quarantine("c", "plugin:q", "assemble", "boom")
     assert sorted(reg.clear_for_owner("plugin:p")) == ["a", "b"]
     assert [e.engine_id for e in reg.list_engines()] == ["c", "legacy"]
+    assert [q.engine_id for q in reg.list_quarantines()] == ["c"]
 
 
 # --- factory ctx -------------------------------------------------------------------------------
@@ -451,3 +457,54 @@ async def test_module_level_resolve_uses_the_process_registry(monkeypatch: pytes
     assert resolved.engine.info.id == "legacy" and resolved.owner == CORE_OWNER
     entry = get_registry().get("legacy")
     assert entry is not None and entry.owner == CORE_OWNER
+
+
+# --- the quarantine health file ------------------------------------------------------------------
+
+_CHILD = """
+import sys
+from pathlib import Path
+from openclaw_ctx.registry import EngineRegistry
+
+path = Path(sys.argv[1])
+reg = EngineRegistry(autoload=False, health_path=lambda: path)
+reg.quarantine("lossless-claw", "plugin:lossless-claw", "assemble", "boom in child")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_quarantines_of_other_live_processes_are_listed_from_the_health_file(tmp_path: Path) -> None:
+    path = tmp_path / "health.json"
+    reg = EngineRegistry(autoload=False, health_path=lambda: path)
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        assert reg.list_quarantines() == []
+        (other,) = reg.list_quarantines(other_processes=True)
+        assert (other.engine_id, other.owner, other.operation, other.reason, other.pid) == (
+            "lossless-claw",
+            "plugin:lossless-claw",
+            "assemble",
+            "boom in child",
+            child.pid,
+        )
+        child.stdin.close()
+        child.wait()
+    # The child is gone: its records no longer count.
+    assert reg.list_quarantines(other_processes=True) == []
+
+
+def test_own_quarantines_are_mirrored_and_lifted_in_the_health_file(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "health.json"
+    reg = EngineRegistry(autoload=False, health_path=lambda: path)
+    reg.quarantine("fake", "plugin:fake", "factory", "boom")
+    assert [(r.engine_id, r.pid) for r in read_health(path)] == [("fake", os.getpid())]
+    reg.register_for_owner("fake", FakeEngine, "plugin:fake")
+    assert read_health(path) == [] and reg.list_quarantines() == []
+    path.write_text("{not json", encoding="utf-8")
+    assert reg.list_quarantines(other_processes=True) == [], "an unreadable file is ignored"
+    reg.quarantine("other", None, "resolve", "not registered")
+    assert [r.engine_id for r in read_health(path)] == ["other"], "and rewritten on the next change"

@@ -7,6 +7,8 @@ which refuses a schema newer than this code before touching a byte of it.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import io
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +29,7 @@ from openclaw_ctx.cli import console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
 from openclaw_ctx.store.store import SchemaState, Store, alembic_config
 
-__all__ = ["SchemaCheck", "check_schema", "downgrade", "register", "schema_state", "upgrade"]
+__all__ = ["MODEL_MODULES", "SchemaCheck", "check_schema", "downgrade", "register", "schema_state", "upgrade"]
 
 
 db_app = typer.Typer(
@@ -100,7 +102,19 @@ async def schema_state(path: Path) -> SchemaState:
         return await store.schema_state()
 
 
+# Modules that declare tables on the shared declarative Base (alembic compares against Base.metadata,
+# which only knows the models that have been imported).
+MODEL_MODULES = ("openclaw_ctx.store.models", "engines.lossless.models")
+
+
+def _import_models() -> None:
+    for name in MODEL_MODULES:
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(name)
+
+
 def _alembic_diffs(sync_conn: Connection) -> list[str]:
+    _import_models()
     cfg = alembic_config()
     cfg.attributes["connection"] = sync_conn
     cfg.stdout = io.StringIO()  # alembic prints its verdict; ours goes to the console (or --json)
@@ -165,9 +179,11 @@ def upgrade_cmd(
     path = state_of(ctx).db
     before, after = run(upgrade(path, revision))
     if before.current == after.current:
-        console.print(f"{path}: already at {_describe(after)}", highlight=False)
+        console.print(f"{path}: already at {_describe(after)}", highlight=False, soft_wrap=True)
     else:
-        console.print(f"{path}: upgraded {before.current or 'empty'} → {_describe(after)}", highlight=False)
+        console.print(
+            f"{path}: upgraded {before.current or 'empty'} → {_describe(after)}", highlight=False, soft_wrap=True
+        )
 
 
 @db_app.command("downgrade")
@@ -181,7 +197,9 @@ def downgrade_cmd(
     if not yes:
         typer.confirm(f"Downgrade {path} to {revision}? Data in dropped tables is lost", abort=True)
     before, after = run(downgrade(path, revision))
-    console.print(f"{path}: downgraded {before.current or 'empty'} → {after.current or 'empty'}", highlight=False)
+    console.print(
+        f"{path}: downgraded {before.current or 'empty'} → {after.current or 'empty'}", highlight=False, soft_wrap=True
+    )
 
 
 @db_app.command("current")
@@ -195,7 +213,7 @@ def current_cmd(
     if as_json:
         print(json.dumps({"database": str(path), **asdict(state), "up_to_date": state.up_to_date}))
     else:
-        console.print(f"{path}: {_describe(state)}", highlight=False)
+        console.print(f"{path}: {_describe(state)}", highlight=False, soft_wrap=True)
     if not state.up_to_date:
         raise typer.Exit(1)
 
@@ -211,15 +229,19 @@ def check_cmd(
     if as_json:
         print(json.dumps({"database": str(path), **asdict(result), "ok": result.ok}))
     elif result.ok:
-        console.print(f"{path}: schema {result.revision} matches the models; integrity ok", highlight=False)
+        console.print(
+            f"{path}: schema {result.revision} matches the models; integrity ok", highlight=False, soft_wrap=True
+        )
     else:
         for diff in result.diffs:
-            err_console.print(f"[red]drift:[/] {diff}", highlight=False)
+            err_console.print(f"[red]drift:[/] {diff}", highlight=False, soft_wrap=True)
         if result.integrity != ["ok"]:
             for line in result.integrity:
-                err_console.print(f"[red]integrity:[/] {line}", highlight=False)
+                err_console.print(f"[red]integrity:[/] {line}", highlight=False, soft_wrap=True)
         if result.foreign_key_violations:
-            err_console.print(f"[red]foreign keys:[/] {result.foreign_key_violations} violating rows", highlight=False)
+            err_console.print(
+                f"[red]foreign keys:[/] {result.foreign_key_violations} violating rows", highlight=False, soft_wrap=True
+            )
     if not result.ok:
         raise typer.Exit(1)
 

@@ -290,4 +290,3 @@ async def _leaf_for(store: Store, history: History) -> str:
             kind="leaf", content="b leaf", token_count=3, summarizer="test", source_message_ids=history.ids[:2]
         )
         return await repo.insert_summary(conn, session, summary)
-

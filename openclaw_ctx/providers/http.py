@@ -235,7 +235,7 @@ class ProviderTransport:
         kind: ProviderErrorKind
         if status in (401, 403) or (status is None and re.search(r"authenticat|api[ _-]?key", message, re.I)):
             kind = "auth"
-        elif _OVERFLOW.search(message) and (status is None or status < 500):
+        elif _OVERFLOW.search(message) and (status is None or (status < 500 and status != 429)):
             kind = "context_overflow"
         elif status == 429 and re.search(r"insufficient_quota|quota|billing|credit balance", message, re.I):
             kind = "quota"

@@ -297,3 +297,16 @@ async def test_keys_never_appear_in_errors_or_reprs(loopback: LoopbackServer, ap
         assert key not in text
     header = "x-api-key" if api == "anthropic" else "authorization"
     assert key in loopback.requests[0].headers[header]
+
+
+async def test_a_rate_limit_that_mentions_tokens_is_not_an_overflow(loopback: LoopbackServer) -> None:
+    loopback.script(Status(429, "Request too large: too many tokens per minute", "rate_limit_error"), Reply())
+    reply = await make_client("openai", loopback, RecordingSleep()).chat("m", REQUEST)
+    assert reply_text(reply) == "ok" and len(loopback.requests) == 2
+
+
+async def test_retry_after_as_an_http_date(loopback: LoopbackServer) -> None:
+    sleep = RecordingSleep()
+    loopback.script(Status(503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), Reply())
+    await make_client("anthropic", loopback, sleep).chat("m", REQUEST)
+    assert sleep.delays == [0.0], "a date in the past means: retry now"

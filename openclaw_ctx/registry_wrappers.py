@@ -16,6 +16,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -375,7 +376,9 @@ class QuarantineProxy(_Wrapper):
 
     async def _default(self) -> ContextEngine:
         if self._fallback is None:
-            self._fallback = await self._sink.resolve_default(self._ctx)
+            # The default engine gets the shared ctx, not the failed plugin's own config.
+            ctx = replace(self._ctx, config=None) if self._ctx is not None else None
+            self._fallback = await self._sink.resolve_default(ctx)
         return self._fallback
 
     async def _fallback_call(self, method: str, params: Any) -> Any:

@@ -425,3 +425,25 @@ async def test_every_installed_engine_honours_the_contract(name: str, store: Sto
     if supports(engine, "dispose"):
         assert await engine.dispose() is None
     assert reg.list_quarantines() == [], "no hook failed"
+
+
+async def test_fallback_engine_gets_the_shared_ctx_without_the_plugins_own_config(store: Store) -> None:
+    reg = EngineRegistry(autoload=False)
+    legacy_contexts: list[EngineContext] = []
+
+    def legacy_factory(ctx: EngineContext) -> LegacyContextEngine:
+        legacy_contexts.append(ctx)
+        return LegacyContextEngine(ctx)
+
+    reg.register_for_owner("legacy", legacy_factory, CORE_OWNER)
+    factory = CountingFactory(lambda: FakeEngine("fake"))
+    reg.register_for_owner("fake", factory, "plugin:fake")
+    config = slot("fake", entries={"fake": {"config": {"secret": 1}}})
+    engine = (await reg.resolve(config, EngineContext(store=store, workspace_dir="/ws"))).engine
+    assert factory.contexts[0].config == {"secret": 1}
+    factory.built[0].fail["assemble"] = RuntimeError("boom")
+    await engine.assemble(AssembleParams(session_id="s", messages=[user("a")]))
+    (fallback_ctx,) = legacy_contexts
+    assert fallback_ctx.config is None
+    assert fallback_ctx.store is store and fallback_ctx.workspace_dir == "/ws"
+    assert fallback_ctx.openclaw_config is config

@@ -88,6 +88,13 @@ class LLMSummarizer:
     def __repr__(self) -> str:
         return f"LLMSummarizer(provider={self.name!r}, model={self.model!r})"
 
+    def reset_spend_guard(self, session_key: str | None) -> None:
+        """Clear the spend-guard count and backoff of `session_key` on every provider (manual/forced compaction)."""
+        for client, _model in self.targets:
+            guard = getattr(getattr(client, "transport", None), "spend_guard", None)
+            if guard is not None:
+                guard.reset(session_key)
+
     async def summarize(self, request: SummaryRequest) -> SummaryOutput:
         """Summarise `request`; `metadata["session_key"]` (if any) is what the spend guard counts against.
 

@@ -208,9 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner = self.server.owner
-        with owner.lock:
+        with owner.arrived:
             owner.requests.append(Recorded(self.path, headers, body))
             behaviour = owner.queue.pop(0) if owner.queue else owner.default
+            owner.arrived.notify_all()
         try:
             self._behave(behaviour, body if isinstance(body, dict) else {})
         except (BrokenPipeError, ConnectionResetError):
@@ -273,6 +274,7 @@ class LoopbackServer:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
         self.stopping = threading.Event()
         self.requests: list[Recorded] = []
         self.queue: list[Any] = []
@@ -299,6 +301,16 @@ class LoopbackServer:
         """Queue behaviours for the next requests, in order."""
         with self.lock:
             self.queue.extend(behaviours)
+
+    async def wait_requests(self, count: int, timeout_s: float = 10.0) -> None:
+        """Return once `count` requests have arrived (e.g. a slow call is on the wire)."""
+
+        def wait() -> bool:
+            with self.arrived:
+                return self.arrived.wait_for(lambda: len(self.requests) >= count, timeout_s)
+
+        if not await asyncio.to_thread(wait):
+            raise TimeoutError(f"only {len(self.requests)} of {count} requests arrived")
 
     def start(self) -> None:
         self._thread.start()

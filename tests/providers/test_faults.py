@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import socket
 from collections.abc import Iterator
@@ -310,3 +311,46 @@ async def test_retry_after_as_an_http_date(loopback: LoopbackServer) -> None:
     loopback.script(Status(503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), Reply())
     await make_client("anthropic", loopback, sleep).chat("m", REQUEST)
     assert sleep.delays == [0.0], "a date in the past means: retry now"
+
+
+async def test_half_open_admits_one_probe_at_a_time(loopback: LoopbackServer) -> None:
+    clock = Clock()
+    breaker = CircuitBreaker("openai", threshold=1, cooldown_s=10, clock=clock)
+    client = make_client("openai", loopback, RecordingSleep(), breaker=breaker, retry=RetryPolicy(max_attempts=1))
+    loopback.script(Status(500))
+    with pytest.raises(ProviderError):
+        await client.chat("m", REQUEST)
+    clock.advance(11)
+    loopback.script(Slow(0.3, Reply(text="probe ok")))
+    probe = asyncio.create_task(client.chat("m", REQUEST))
+    await loopback.wait_requests(2)  # the probe is on the wire
+    with pytest.raises(ProviderError) as info:
+        await client.chat("m", REQUEST)
+    assert info.value.kind == "circuit_open"
+    assert reply_text(await probe) == "probe ok" and breaker.state == "closed"
+
+
+async def test_timeouts_trip_the_breaker(loopback: LoopbackServer) -> None:
+    breaker = CircuitBreaker("anthropic", threshold=2, clock=Clock())
+    client = make_client("anthropic", loopback, RecordingSleep(), breaker=breaker, timeout_s=0.2)
+    loopback.default = Slow(30)
+    for _ in range(2):
+        with pytest.raises(ProviderError):
+            await client.chat("m", REQUEST)
+    assert breaker.state == "open"
+
+
+async def test_a_cancelled_probe_releases_the_half_open_slot(loopback: LoopbackServer) -> None:
+    clock = Clock()
+    breaker = CircuitBreaker("openai", threshold=1, cooldown_s=10, clock=clock)
+    client = make_client("openai", loopback, RecordingSleep(), breaker=breaker, retry=RetryPolicy(max_attempts=1))
+    loopback.script(Status(500), Slow(30))
+    with pytest.raises(ProviderError):
+        await client.chat("m", REQUEST)
+    clock.advance(11)
+    probe = asyncio.create_task(client.chat("m", REQUEST))
+    await loopback.wait_requests(2)
+    probe.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await probe
+    assert reply_text(await client.chat("m", REQUEST)) == "ok", "the next call may probe"

@@ -123,7 +123,8 @@ def _openai_assistant(message: AssistantMessage) -> Wire:
         for b in message.content
         if isinstance(b, ToolCall)
     ]
-    wire: Wire = {"role": "assistant", "content": text or None}
+    # null content is only valid beside tool calls; a thinking-only turn becomes an empty string
+    wire: Wire = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:
         wire["tool_calls"] = calls
     return wire

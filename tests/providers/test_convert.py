@@ -90,6 +90,8 @@ def test_openai_wire_shape() -> None:
 def test_openai_drops_thinking_on_the_way_out() -> None:
     message = AssistantMessage(content=[ThinkingContent(thinking="hmm"), TextContent(text="42")])
     assert to_openai_messages("", [message]) == [{"role": "assistant", "content": "42"}]
+    thinking_only = AssistantMessage(content=[ThinkingContent(thinking="hmm")])
+    assert to_openai_messages("", [thinking_only]) == [{"role": "assistant", "content": ""}]
 
 
 def test_anthropic_round_trip_preserves_signed_and_redacted_thinking() -> None:

@@ -194,8 +194,36 @@ class _Wrapper:
         """The wrapped engine."""
         return self._inner
 
-    def _hook(self, name: str) -> Hook:
+    @property
+    def info(self) -> EngineInfo:
+        """The inner engine's info."""
+        info: EngineInfo = self._inner.info
+        return info
+
+    async def ingest(self, params: IngestParams) -> IngestResult:
+        """Store one message (through this wrapper's policy)."""
+        result: IngestResult = await self._dispatch("ingest", params)
+        return result
+
+    async def assemble(self, params: AssembleParams) -> AssembleResult:
+        """Build the run's context (through this wrapper's policy)."""
+        result: AssembleResult = await self._dispatch("assemble", params)
+        return result
+
+    async def compact(self, params: CompactParams) -> CompactResult:
+        """Summarise older history (through this wrapper's policy)."""
+        result: CompactResult = await self._dispatch("compact", params)
+        return result
+
+    async def _dispatch(self, method: str, params: Any) -> Any:
         raise NotImplementedError
+
+    def _hook(self, name: str) -> Hook:
+        async def call(params: Any) -> Any:
+            return await self._dispatch(name, params)
+
+        call.__name__ = name
+        return call
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes not defined on the wrapper itself.
@@ -215,35 +243,7 @@ class CompatEngine(_Wrapper):
         self.rejected_keys: set[str] = set()
         """Host keys (snake_case) this engine instance is known to reject."""
 
-    @property
-    def info(self) -> EngineInfo:
-        """The inner engine's info."""
-        info: EngineInfo = self._inner.info
-        return info
-
-    async def ingest(self, params: IngestParams) -> IngestResult:
-        """Ingest, retrying without rejected host keys."""
-        result: IngestResult = await self._call("ingest", params)
-        return result
-
-    async def assemble(self, params: AssembleParams) -> AssembleResult:
-        """Assemble, retrying without rejected host keys."""
-        result: AssembleResult = await self._call("assemble", params)
-        return result
-
-    async def compact(self, params: CompactParams) -> CompactResult:
-        """Compact, retrying without rejected host keys."""
-        result: CompactResult = await self._call("compact", params)
-        return result
-
-    def _hook(self, name: str) -> Hook:
-        async def call(params: Any) -> Any:
-            return await self._call(name, params)
-
-        call.__name__ = name
-        return call
-
-    async def _call(self, method: str, params: Any) -> Any:
+    async def _dispatch(self, method: str, params: Any) -> Any:
         fn = getattr(self._inner, method)
         allowed = HOST_PARAM_KEYS.get(method, frozenset())
         if not allowed or not isinstance(params, BaseModel):
@@ -344,35 +344,12 @@ class QuarantineProxy(_Wrapper):
         """The engine's info, or the default engine's once quarantined."""
         if self.quarantined:
             return self._fallback.info if self._fallback is not None else _LEGACY_INFO
-        info: EngineInfo = self._inner.info
-        return info
+        return super().info
 
     @property
     def owner(self) -> str | None:
         """Registry owner of the engine; ``None`` once it has been downgraded."""
         return None if self.quarantined else self._owner
-
-    async def ingest(self, params: IngestParams) -> IngestResult:
-        """Guarded ingest."""
-        result: IngestResult = await self._guarded("ingest", params)
-        return result
-
-    async def assemble(self, params: AssembleParams) -> AssembleResult:
-        """Guarded assemble (falls back to the default engine in the same call)."""
-        result: AssembleResult = await self._guarded("assemble", params)
-        return result
-
-    async def compact(self, params: CompactParams) -> CompactResult:
-        """Guarded compact (a failure quarantines and re-raises)."""
-        result: CompactResult = await self._guarded("compact", params)
-        return result
-
-    def _hook(self, name: str) -> Hook:
-        async def call(params: Any) -> Any:
-            return await self._guarded(name, params)
-
-        call.__name__ = name
-        return call
 
     async def _default(self) -> ContextEngine:
         if self._fallback is None:
@@ -390,7 +367,7 @@ class QuarantineProxy(_Wrapper):
             raise RuntimeError(f'default engine "{default.info.id}" has no {method}() to fall back to')
         return _FALLBACK_RESULTS[method]()
 
-    async def _guarded(self, method: str, params: Any) -> Any:
+    async def _dispatch(self, method: str, params: Any) -> Any:
         signal = getattr(params, "abort_signal", None)
         if signal is not None and signal.aborted:
             raise signal.reason or AbortError("operation aborted")

@@ -50,6 +50,14 @@ def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+async def resolve_fake(**kwargs: Any) -> tuple[EngineRegistry, Any, CountingFactory]:
+    """A registry with legacy and a `fake` plugin, and the resolved (wrapped) fake engine."""
+    reg = make_registry()
+    factory = CountingFactory(lambda: FakeEngine("fake", **kwargs))
+    reg.register_for_owner("fake", factory, "plugin:fake")
+    return reg, (await reg.resolve(slot("fake"))).engine, factory
+
+
 # --- result shapes -------------------------------------------------------------------------------
 
 
@@ -236,10 +244,7 @@ def _params_for(hook: str) -> Any:
     ],
 )
 async def test_other_hooks_that_throw_fall_back_to_legacy_in_the_same_call(hook: str, expected: Any) -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     factory.built[0].fail[hook] = ValueError(f"{hook} exploded")
     assert await getattr(engine, hook)(_params_for(hook)) == expected
     (record,) = reg.list_quarantines()
@@ -250,10 +255,7 @@ async def test_other_hooks_that_throw_fall_back_to_legacy_in_the_same_call(hook:
 
 
 async def test_after_quarantine_the_same_proxy_reports_legacy_info_and_no_owner() -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake", owns_compaction=True))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake(owns_compaction=True)
     assert engine.info.owns_compaction is True and getattr(engine, "owner", None) == "plugin:fake"
     factory.built[0].fail["ingest"] = RuntimeError("nope")
     await engine.ingest(IngestParams(session_id="s", message=user("a")))
@@ -262,10 +264,7 @@ async def test_after_quarantine_the_same_proxy_reports_legacy_info_and_no_owner(
 
 
 async def test_compact_throws_propagates_but_quarantines() -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     boom = RuntimeError("compact exploded")
     factory.built[0].fail["compact"] = boom
     with pytest.raises(RuntimeError) as caught:
@@ -275,10 +274,7 @@ async def test_compact_throws_propagates_but_quarantines() -> None:
 
 
 async def test_prepare_subagent_spawn_throws_propagates_but_quarantines() -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     factory.built[0].fail["prepare_subagent_spawn"] = RuntimeError("spawn prep exploded")
     with pytest.raises(RuntimeError, match="spawn prep exploded"):
         await engine.prepare_subagent_spawn(PrepareSubagentSpawnParams(parent_session_key="p", child_session_key="c"))
@@ -293,10 +289,7 @@ async def test_prepare_subagent_spawn_throws_propagates_but_quarantines() -> Non
 async def test_abort_rejection_propagates_without_quarantine_or_error_log(
     error: BaseException, caplog: pytest.LogCaptureFixture
 ) -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     signal = AbortSignal()
 
     async def compact_then_abort(params: CompactParams) -> CompactResult:
@@ -310,10 +303,7 @@ async def test_abort_rejection_propagates_without_quarantine_or_error_log(
 
 
 async def test_already_aborted_signal_raises_its_reason_without_calling_the_engine() -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     signal = AbortSignal()
     signal.abort("stop")
     with pytest.raises(AbortError, match="stop"):
@@ -322,10 +312,7 @@ async def test_already_aborted_signal_raises_its_reason_without_calling_the_engi
 
 
 async def test_non_abort_error_while_signal_is_live_still_quarantines() -> None:
-    reg = make_registry()
-    factory = CountingFactory(lambda: FakeEngine("fake"))
-    reg.register_for_owner("fake", factory, "plugin:fake")
-    engine = (await reg.resolve(slot("fake"))).engine
+    reg, engine, factory = await resolve_fake()
     factory.built[0].fail["compact"] = RuntimeError("request was cancelled upstream")
     with pytest.raises(RuntimeError):
         await engine.compact(CompactParams(session_id="s", abort_signal=AbortSignal()))
@@ -447,3 +434,19 @@ async def test_fallback_engine_gets_the_shared_ctx_without_the_plugins_own_confi
     assert fallback_ctx.config is None
     assert fallback_ctx.store is store and fallback_ctx.workspace_dir == "/ws"
     assert fallback_ctx.openclaw_config is config
+
+
+async def test_when_the_default_engine_also_fails_the_original_error_is_raised() -> None:
+    reg = EngineRegistry(autoload=False)
+    default = FakeEngine("legacy")
+    default.fail["assemble"] = RuntimeError("default failed too")
+    reg.register_for_owner("legacy", lambda: default, CORE_OWNER)
+    factory = CountingFactory(lambda: FakeEngine("fake"))
+    reg.register_for_owner("fake", factory, "plugin:fake")
+    engine = (await reg.resolve(slot("fake"))).engine
+    original = RuntimeError("plugin failed")
+    factory.built[0].fail["assemble"] = original
+    with pytest.raises(RuntimeError) as caught:
+        await engine.assemble(AssembleParams(session_id="s", messages=[user("a")]))
+    assert caught.value is original and default.count("assemble") == 1
+    assert [q.reason for q in reg.list_quarantines()] == ["plugin failed"]

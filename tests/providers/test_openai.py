@@ -134,3 +134,12 @@ async def test_error_object_inside_a_200_is_classified(loopback: LoopbackServer)
             "nope", ModelRequest("", [UserMessage(content="?")])
         )
     assert info.value.kind == "bad_request" and "not found" in info.value.detail
+
+
+def test_package_exports() -> None:
+    import openclaw_ctx.providers as providers
+
+    assert sorted(providers.__all__) == providers.__all__
+    for name in providers.__all__:
+        assert getattr(providers, name) is not None
+    assert "httpx" in (providers.__doc__ or "") and "SDK" in (providers.__doc__ or "")

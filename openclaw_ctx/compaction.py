@@ -134,10 +134,17 @@ class _Job:
 
     async def call(self, kind: SummaryKind, source: str, previous: str | None, target: int) -> str:
         policy = self.settings.identifier_policy
+        custom_ids = self.settings.identifier_instructions
         if kind == "turn_prefix":
-            prompt = turn_prefix_prompt(source, identifier_policy=policy)
+            prompt = turn_prefix_prompt(source, identifier_policy=policy, identifier_instructions=custom_ids)
         else:
-            prompt = history_prompt(source, previous, self.custom_instructions, identifier_policy=policy)
+            prompt = history_prompt(
+                source,
+                previous,
+                self.custom_instructions,
+                identifier_policy=policy,
+                identifier_instructions=custom_ids,
+            )
         request = SummaryRequest(
             kind=kind,
             source_text=source,

@@ -304,3 +304,73 @@ async def test_legacy_engine_delegates_with_runtime_context(store: Store) -> Non
 async def test_delegate_without_store_is_a_clear_failure() -> None:
     result = await delegate_compaction_to_runtime(CompactParams(session_id="x"), EngineContext())
     assert not result.ok and "store" in (result.reason or "")
+
+
+class Recording(ExtractiveSummarizer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[SummaryRequest] = []
+
+    async def summarize(self, request: SummaryRequest) -> SummaryOutput:
+        self.requests.append(request)
+        return await super().summarize(request)
+
+
+async def test_prompts_carry_identifier_policy_focus_and_previous_summary(store: Store) -> None:
+    session = await seed(store, 6)
+    rec = Recording()
+    await run(store, session.session_id, rec, custom_instructions="keep the ports")
+    first = rec.requests[0]
+    assert first.kind == "history" and first.previous_summary is None
+    assert "Preserve all opaque identifiers exactly as written" in first.prompt
+    assert first.prompt.rstrip().endswith("Additional focus:\nkeep the ports")
+    assert first.prompt.startswith("<conversation>\n[User]: Step 0")
+    assert "Do NOT continue the conversation" in first.system_prompt
+    successor = await active(store)
+    await seed(store, 6, start=6)
+    rec2 = Recording()
+    custom = SETTINGS.model_copy(update={"identifier_policy": "custom", "identifier_instructions": "Keep ticket ids."})
+    await run(store, successor.session_id, rec2, settings=custom)
+    assert rec2.requests[0].previous_summary and "<previous-summary>" in rec2.requests[0].prompt
+    assert "Keep ticket ids." in rec2.requests[0].prompt
+    assert "Preserve all opaque identifiers" not in rec2.requests[0].prompt
+
+
+async def test_long_history_is_summarized_in_sequential_chunks(store: Store) -> None:
+    session = await seed(store, 60)
+    rec = Recording()
+    result = await run(store, session.session_id, rec, token_budget=1000)
+    assert result.ok and result.compacted
+    history = [r for r in rec.requests if r.kind == "history"]
+    assert len(history) >= 2
+    for before, after in zip(history, history[1:], strict=False):
+        assert after.previous_summary is not None and after.previous_summary.split("\n")[0] == "## Goal"
+        assert before.source_text != after.source_text
+    assert "Step 0" in history[0].source_text and "Step 0" not in history[-1].source_text
+
+
+async def test_split_turn_gets_turn_prefix_summary(store: Store) -> None:
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, KEY)
+        big = [
+            UserMessage(content="Refactor the loader in src/loader.py"),
+            *[
+                m
+                for i in range(6)
+                for m in (
+                    AssistantMessage(content=[ToolCall(id=f"k{i}", name="edit", arguments={"path": f"src/l{i}.py"})]),
+                    ToolResultMessage(tool_call_id=f"k{i}", content=[TextContent(text="ok " * 150)]),
+                )
+            ],
+            AssistantMessage(content=[TextContent(text="All edits applied. " * 20)]),
+        ]
+        await repo.append_messages(conn, session, [repo.NewMessage(m) for m in big], store.counter)
+    rec = Recording()
+    result = await run(store, session.session_id, rec)
+    assert result.ok and result.compacted
+    assert [r.kind for r in rec.requests] == ["turn_prefix"]
+    assert "\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request" in result.result.summary
+    assert "src/l0.py" in result.result.details["modifiedFiles"]
+    async with store.read() as conn:
+        context = await repo.load_context(conn, result.result.session_id)
+    assert isinstance(context[1].message, AssistantMessage)  # the kept suffix of the split turn

@@ -21,7 +21,9 @@ __all__ = ["ExtractiveSummarizer", "Extract", "extract", "extract_errors", "extr
 NAME = "extractive-v1"
 MAX_LINE_CHARS = 280
 
-_ROLE = re.compile(r"^\[(User|Assistant|Assistant tool calls|Tool result|Tool error|Bash|Summary|Custom[^\]]*)\]: ?")
+_ROLE = re.compile(
+    r"^\[(User|Assistant|Assistant tool calls|Assistant error|Tool result|Tool error|Bash|Summary|Custom[^\]]*)\]: ?"
+)
 _NOISE = re.compile(r"\[\.\.\. \d+ more characters truncated\]|\[Large \w+ \(~\d+K tokens\) omitted from summary\]")
 _ID_PATTERNS = [
     re.compile(r"\b(?:https?|wss?|ftp|file)://[^\s<>\"'`)\]]+"),
@@ -163,7 +165,7 @@ def extract(source: str) -> Extract:
         if role == "Assistant tool calls":
             _tool_calls(text, ex.tools)
             continue
-        if role in ("Tool result", "Tool error", "Bash"):
+        if role in ("Tool result", "Tool error", "Bash", "Assistant error"):
             for err in extract_errors(text)[:3]:
                 _add(ex.errors, err)
             continue
@@ -240,8 +242,10 @@ def _plan_lines(ex: Extract, previous: dict[str, list[str]], prior_ids: list[str
         for t in texts:
             lines.append(_Line(priority, len(lines), section, t))
 
-    put("## Goal", previous.get("## Goal", []), 90)
-    put("## Goal", [r for r in ex.requests[:1] if r not in previous.get("## Goal", [])], 90)
+    # The session's original goal outlives every update; later requests show up as current work.
+    goals = previous.get("## Goal", []) or ex.requests[:1]
+    put("## Goal", goals[:1], 95)
+    put("## Goal", goals[1:], 75)
     put("## Constraints & Preferences", previous.get("## Constraints & Preferences", []) + ex.constraints, 65)
     put("### Done", previous.get("### Done", []) + ex.done, 40)
     put("### In Progress", previous.get("### In Progress", [])[-2:] if not ex.requests else [], 50)
@@ -289,6 +293,13 @@ def _render(lines: list[_Line], *, show_empty: bool) -> str:
 def _fit(lines: list[_Line], target: int, counter: TokenCounter, render: Callable[[list[_Line], bool], str]) -> str:
     """Drop the lowest-value lines (oldest first within a priority) until the rendering fits."""
     cost = {id(line): counter.count(line.text) + 3 for line in lines}
+    # Identifiers outrank everything, up to 60% of the target; older ones beyond that rank just below
+    # the goal and the current request, so a long history cannot crowd those out.
+    share = 0
+    for line in sorted((x for x in lines if x.section == "## Exact identifiers"), key=lambda x: -x.seq):
+        share += cost[id(line)]
+        if share > 0.6 * target:
+            line.priority = 80
     # Empty sections are shown only when their headers leave room for content.
     show_empty = counter.count(render([], True)) <= target // 2
     kept = sorted(lines)

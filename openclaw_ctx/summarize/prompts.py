@@ -104,10 +104,18 @@ IMAGE_PLACEHOLDER = "[image data omitted from summary input]"
 SPLIT_TURN_HEADER = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 
 
-def focus_instructions(custom_instructions: str | None, *, identifier_policy: str = "strict") -> str:
-    """The identifier-preservation instruction plus the caller's focus, as OpenClaw composes them."""
+def focus_instructions(
+    custom_instructions: str | None, *, identifier_policy: str = "strict", identifier_instructions: str | None = None
+) -> str:
+    """The identifier-preservation instruction plus the caller's focus, as OpenClaw composes them.
+
+    Policy ``strict`` uses the built-in instruction, ``custom`` the configured `identifier_instructions`,
+    ``off`` none.
+    """
     parts: list[str] = []
-    if identifier_policy != "off":
+    if identifier_policy == "custom" and identifier_instructions and identifier_instructions.strip():
+        parts.append(identifier_instructions.strip())
+    elif identifier_policy != "off":
         parts.append(IDENTIFIER_PRESERVATION)
     if custom_instructions and custom_instructions.strip():
         parts.append(f"Additional focus:\n{custom_instructions.strip()}")
@@ -120,6 +128,7 @@ def history_prompt(
     custom_instructions: str | None,
     *,
     identifier_policy: str = "strict",
+    identifier_instructions: str | None = None,
 ) -> str:
     """The user prompt for one history (or chunk) summarization call."""
     text = f"<conversation>\n{serialized}\n</conversation>\n\n"
@@ -128,13 +137,19 @@ def history_prompt(
         text += UPDATE_RULES + "\n\n" + SUMMARY_FORMAT
     else:
         text += SUMMARY_FORMAT
-    focus = focus_instructions(custom_instructions, identifier_policy=identifier_policy)
+    focus = focus_instructions(
+        custom_instructions, identifier_policy=identifier_policy, identifier_instructions=identifier_instructions
+    )
     return text + (f"\n\n{focus}" if focus else "")
 
 
-def turn_prefix_prompt(serialized: str, *, identifier_policy: str = "strict") -> str:
+def turn_prefix_prompt(
+    serialized: str, *, identifier_policy: str = "strict", identifier_instructions: str | None = None
+) -> str:
     """The user prompt for the turn-prefix summary of a split turn."""
-    focus = focus_instructions(None, identifier_policy=identifier_policy)
+    focus = focus_instructions(
+        None, identifier_policy=identifier_policy, identifier_instructions=identifier_instructions
+    )
     return f"<conversation>\n{serialized}\n</conversation>\n\n{TURN_PREFIX_FORMAT}" + (f"\n\n{focus}" if focus else "")
 
 

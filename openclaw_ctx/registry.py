@@ -89,6 +89,7 @@ class EngineRegistry:
     _engines: dict[str, RegisteredEngine] = field(default_factory=dict)
     _quarantines: dict[str, QuarantineRecord] = field(default_factory=dict)
     _loaded: set[tuple[str, str]] = field(default_factory=set)
+    _scans: set[frozenset[str] | None] = field(default_factory=set)
     load_errors: dict[str, str] = field(default_factory=dict)
     """Entry points that failed to load: name → error text."""
 
@@ -164,7 +165,12 @@ class EngineRegistry:
             allow: entry-point names to load; ``None`` reads ``OPENCLAW_CTX_ENGINES`` (comma-separated),
                 and loads everything when that is unset. The core ``legacy`` entry point always loads.
         """
-        self.load_entry_points(entry_points(group=ENTRY_POINT_GROUP), allow=allow if allow is not None else env_allow())
+        allowed = allow if allow is not None else env_allow()
+        scan = frozenset(allowed) if allowed is not None else None
+        if scan in self._scans:  # scanning installed distributions costs tens of ms: once per allow-set
+            return
+        self._scans.add(scan)
+        self.load_entry_points(entry_points(group=ENTRY_POINT_GROUP), allow=allowed)
 
     def load_entry_points(self, eps: Iterable[EntryPoint], *, allow: set[str] | None = None) -> None:
         """Load the given entry points (skipping ones already loaded); a failing one is logged and skipped."""

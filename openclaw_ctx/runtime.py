@@ -43,7 +43,15 @@ from openclaw_ctx.contract import (
 )
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.host import EMBEDDED_HOST, HostInfo, assert_host_support
-from openclaw_ctx.messages import AgentMessage, AssistantMessage, ToolCall, UserMessage, flatten_text
+from openclaw_ctx.messages import (
+    AgentMessage,
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    flatten_text,
+)
 from openclaw_ctx.model import Model, ModelRequest, ToolExecutor, ToolSpec
 from openclaw_ctx.precheck import estimate_text_tokens, precheck, reducible_tool_chars, truncate_tool_results
 from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
@@ -120,6 +128,7 @@ class Runtime:
         self.settings = _scaled_settings(config.agents.defaults.compaction, self.context_window)
         self.compaction_timeout_s = compaction_timeout_s or self.settings.timeout_seconds
         self._locks: dict[str, asyncio.Lock] = {}
+        self._bootstrapped: set[tuple[str, str]] = set()
 
     @classmethod
     async def create(
@@ -259,6 +268,11 @@ class Runtime:
         )
 
     async def _session(self, key: str) -> repo.SessionRow:
+        # Reads are cheap and concurrent; take the write lock only to create the key's first session.
+        async with self.store.read() as conn:
+            session = await repo.active_session(conn, key)
+        if session is not None:
+            return session
         async with self.store.transaction() as conn:
             return await repo.ensure_session(conn, key, engine_id=self.engine.info.id)
 
@@ -275,8 +289,11 @@ class Runtime:
             return
         engine_id = self.engine.info.id
         mark = f"bootstrapped:{session.session_id}"
+        if (engine_id, mark) in self._bootstrapped:
+            return
         async with self.store.read() as conn:
             if await repo.get_engine_state(conn, engine_id, session.session_key, mark):
+                self._bootstrapped.add((engine_id, mark))
                 return
         try:
             await self.engine.bootstrap(
@@ -292,6 +309,7 @@ class Runtime:
             return
         async with self.store.transaction() as conn:
             await repo.set_engine_state(conn, engine_id, session.session_key, mark, True)
+        self._bootstrapped.add((engine_id, mark))
 
     async def _assemble(
         self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage
@@ -348,11 +366,12 @@ class Runtime:
             if not any(isinstance(b, ToolCall) for b in produced[-1].content):
                 return
         for _ in range(MAX_TOOL_STEPS):
+            specs = self._tool_specs(key)
             reply = await self.model.complete(
                 ModelRequest(
                     system_prompt=system_prompt,
                     messages=list(messages),
-                    tools=self.tool_specs,
+                    tools=specs,
                     max_output_tokens=self.max_output_tokens,
                     session_key=key,
                 )
@@ -360,13 +379,37 @@ class Runtime:
             produced.append(reply)
             messages.append(reply)
             calls = [b for b in reply.content if isinstance(b, ToolCall)]
-            if not calls or self.tools is None:
+            handlers = {spec.name: spec.handler for spec in specs if spec.handler is not None}
+            if not calls or (self.tools is None and not any(c.name in handlers for c in calls)):
                 return
             for call in calls:
-                result = await self.tools(call)
+                result = await self._execute(call, handlers)
                 produced.append(result)
                 messages.append(result)
         log.warning("turn on %s stopped after %d tool steps", key, MAX_TOOL_STEPS)
+
+    def _tool_specs(self, key: str) -> list[ToolSpec]:
+        """The host's tools plus the active engine's own (lossless-claw's recall tools)."""
+        specs = list(self.tool_specs)
+        provider = getattr(self.engine, "tools", None)
+        if callable(provider) and not getattr(self.engine, "quarantined", False):
+            try:
+                specs.extend(provider(key))
+            except Exception as exc:
+                log.warning("context engine tools unavailable for %s: %s", key, exc)
+        return specs
+
+    async def _execute(self, call: ToolCall, handlers: dict[str, Any]) -> ToolResultMessage:
+        handler = handlers.get(call.name)
+        if handler is None:
+            if self.tools is None:
+                return _tool_error(call, f"no tool named {call.name!r} is available")
+            return await self.tools(call)
+        try:
+            text = await handler(call.arguments)
+        except Exception as exc:  # a tool failure is the model's to see, not a crashed turn
+            return _tool_error(call, f"{type(exc).__name__}: {exc}")
+        return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=text)])
 
     async def _persist(
         self, session: repo.SessionRow, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
@@ -535,6 +578,10 @@ class Runtime:
         """Release the engine (gateway shutdown); the store is the caller's to close."""
         if supports(self.engine, "dispose"):
             await self.engine.dispose()
+
+
+def _tool_error(call: ToolCall, text: str) -> ToolResultMessage:
+    return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=text)], is_error=True)
 
 
 def _scaled_settings(settings: CompactionSettings, window: int) -> CompactionSettings:

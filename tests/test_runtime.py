@@ -399,3 +399,24 @@ def test_detail_shape() -> None:
         "tokensAfter": 5,
         "sessionId": "s2",
     }
+
+
+async def test_engine_tools_are_offered_and_executed_by_the_runtime(store: Store, plugin: Any) -> None:
+    from openclaw_ctx.model import ToolSpec
+
+    engine_id, engine = plugin()
+    seen: list[dict[str, Any]] = []
+
+    async def grep(args: dict[str, Any]) -> str:
+        seen.append(args)
+        return f"1 hit for {args['pattern']}"
+
+    engine.tools = lambda key: [ToolSpec("lcm_grep", "search history", {"type": "object"}, grep)]  # type: ignore[attr-defined]
+    call = ToolCall(id="g1", name="lcm_grep", arguments={"pattern": "port 54329"})
+    model = ScriptedModel([AssistantMessage(content=[call], stop_reason="toolUse"), reply("found it")])
+    runtime = await Runtime.create(store, config=config_for(engine_id), model=model)  # no host tool executor
+    result = await runtime.run_turn("agent:main:tools2", "what port?")
+    assert seen == [{"pattern": "port 54329"}]
+    assert [t.name for t in model.calls[0].tools] == ["lcm_grep"]
+    tool_result = result.new_messages[2]
+    assert isinstance(tool_result, ToolResultMessage) and tool_result.content[0].text == "1 hit for port 54329"  # type: ignore[union-attr]

@@ -334,11 +334,11 @@ WRITES = [
     "CREATE TABLE t (x)",
     "DROP VIEW transcript",
     "ALTER TABLE messages ADD COLUMN y",
-    "ATTACH DATABASE 'other.db' AS other",
+    "ATTACH DATABASE '{dir}/other.db' AS other",
     "PRAGMA journal_mode = DELETE",
     "PRAGMA query_only = OFF",
     "VACUUM",
-    "VACUUM INTO 'copy.db'",
+    "VACUUM INTO '{dir}/copy.db'",
     "WITH doomed AS (SELECT 1) DELETE FROM messages",
     "  -- a comment first\n  delete from messages",
     "EXPLAIN DELETE FROM messages",
@@ -351,7 +351,7 @@ WRITES = [
 @pytest.mark.parametrize("statement", WRITES)
 def test_sql_refuses_writes_before_running_them(seeded: dict[str, Any], db_path: Path, statement: str) -> None:
     before = db_path.read_bytes()
-    result = invoke("--db", str(db_path), "sql", statement)
+    result = invoke("--db", str(db_path), "sql", statement.replace("{dir}", str(db_path.parent)))
     assert_clean_failure(result, "read-only")
     assert db_path.read_bytes() == before
     assert not (db_path.parent / "copy.db").exists() and not (db_path.parent / "other.db").exists()

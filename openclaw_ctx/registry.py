@@ -271,10 +271,10 @@ class EngineRegistry:
         if self.autoload:
             self.ensure_loaded()
         engine_id, source = config.slot_engine() if config is not None else (DEFAULT_ENGINE_ID, "default")
+        ctx = factory_context(ctx, config, engine_id)
         if engine_id == DEFAULT_ENGINE_ID:
             return await self._resolve_selected_default(ctx, source)
         entry = self._engines.get(engine_id)
-        ctx = factory_context(ctx, config, engine_id)
         if config is not None and not self._plugin_enabled(config, engine_id, entry):
             return await self._fallback(engine_id, source, ctx, "plugin disabled")
         if self.is_quarantined(engine_id):

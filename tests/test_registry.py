@@ -277,6 +277,10 @@ async def test_resolve_with_no_config_leaves_ctx_fields_unset() -> None:
     resolved = await reg.resolve()
     assert resolved.engine_id == "legacy" and resolved.source == "default"
     assert (seen[0].config, seen[0].agent_dir, seen[0].workspace_dir, seen[0].store) == (None, None, None, None)
+    # With a config, legacy sees it too (its compaction reads agents.defaults.compaction).
+    config = slot("legacy", entries={"legacy": {"config": {"note": 1}}})
+    await reg.resolve(config)
+    assert seen[1].openclaw_config is config and seen[1].config == {"note": 1}
 
 
 # --- slot selection ------------------------------------------------------------------------------

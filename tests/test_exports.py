@@ -1,7 +1,6 @@
 """Every public module declares ``__all__``, and every name it lists exists."""
 
 from __future__ import annotations
-import __future__
 
 import importlib
 import pkgutil

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from openclaw_ctx.store.store import Store
 
@@ -38,3 +39,19 @@ async def store(db_path: Path) -> AsyncIterator[Store]:
         yield s
     finally:
         await s.close()
+
+
+@pytest.fixture
+def cli_invoke() -> Callable[..., Result]:
+    """Run the real `openclaw-ctx` app in-process (commands loaded once, as `main()` does)."""
+    from typer.testing import CliRunner
+
+    from openclaw_ctx import cli
+
+    if not any(c.name == "doctor" for c in cli.app.registered_commands):
+        cli._load_commands()
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(cli.app, list(args), input=input)
+
+    return invoke

@@ -99,13 +99,26 @@ class GrepHit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase keys, as the tools and `--json` print)."""
-        raw = asdict(self)
-        return {_camel(k): v for k, v in raw.items()}
+        return camel_keys(asdict(self))
 
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
+
+
+def camel_keys(value: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`value` with camelCase keys, recursing into dicts and lists except under the `keep` keys."""
+
+    def convert(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {_camel(k): v if k in keep else convert(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [convert(v) for v in item]
+        return item
+
+    result: dict[str, Any] = convert(value)
+    return result
 
 
 class GrepHits(list[GrepHit]):
@@ -406,10 +419,8 @@ class SummaryDescription:
     manifest_total: int
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        out = asdict(self)
-        out["kind"] = "summary"
-        return out
+        """JSON-ready form: camelCase keys; `row` keeps the table's column names."""
+        return {"kind": "summary", **camel_keys(asdict(self), keep=("row",))}
 
 
 @dataclass
@@ -422,10 +433,8 @@ class MessageDescription:
     in_context: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        out = asdict(self)
-        out["kind"] = "message"
-        return out
+        """JSON-ready form: camelCase keys; `row` keeps the table's column names."""
+        return {"kind": "message", **camel_keys(asdict(self), keep=("row",))}
 
 
 MANIFEST_LINES = 100
@@ -580,7 +589,7 @@ class ExpandResult:
         """JSON-ready form."""
         return {
             "summaryId": self.summary_id,
-            "entries": [asdict(e) for e in self.entries],
+            "entries": [camel_keys(asdict(e)) for e in self.entries],
             "citedIds": self.cited_ids,
             "totalTokens": self.total_tokens,
             "tokenCap": self.token_cap,

@@ -104,7 +104,7 @@ def test_describe_summary_and_message(db_path: Path, planted: tuple[History, His
     a, _b = planted
     out = as_json(invoke(db_path, "describe", a.condensed[0], "--token-cap", "1000", "--json"))
     assert out["kind"] == "summary" and [s["id"] for s in out["sources"]] == a.leaves
-    assert out["manifest_total"] == 3 and all(m["fits_cap"] for m in out["manifest"])
+    assert out["manifestTotal"] == 3 and all(m["fitsCap"] for m in out["manifest"])
     human = invoke(db_path, "describe", a.condensed[0])
     assert human.exit_code == 0 and "subtree: 3 node(s)" in human.stdout and a.leaves[1] in human.stdout
     msg = as_json(invoke(db_path, "describe", f"msg_{a.ids[0]}", "--json"))

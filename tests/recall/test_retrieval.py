@@ -8,8 +8,10 @@ recall test files import them from here.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -234,6 +236,19 @@ async def test_cjk_falls_back_to_like_scoped_by_key(store: Store) -> None:
     assert [h.id for h in hits] == [f"msg_{a.ids[0]}"] and hits.strategy.startswith("like")
     both = await grep(store, "密码 一二三", scope="messages")  # AND semantics
     assert [h.id for h in both] == [f"msg_{b.ids[0]}"]
+
+
+async def test_any_fts_failure_falls_back_to_like(store: Store, db_path: Path) -> None:
+    a, _b = await build_planted(store)
+    conn = sqlite3.connect(db_path)
+    conn.executescript(
+        "DROP TRIGGER messages_fts_ai; DROP TRIGGER messages_fts_ad; DROP TRIGGER messages_fts_au; "
+        "DROP TABLE messages_fts;"
+    )
+    conn.close()
+    hits = await grep(store, "vault17 code", session_key=a.key, scope="messages")
+    assert hits.strategy == "like"
+    assert [h.id for h in hits] == [f"msg_{a.ids[-2]}", f"msg_{a.ids[0]}"]
 
 
 @pytest.mark.parametrize("pattern", ['a, b "', "(vault17", "NEAR(x y", "code:*", "🙂", "^x", "vault17 AND"])

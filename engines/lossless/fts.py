@@ -13,8 +13,10 @@ matches; :func:`needs_like_fallback` says when to search with ``LIKE`` instead, 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +33,7 @@ __all__ = [
     "SearchQuery",
     "SearchRow",
     "TimeWindow",
+    "compile_regex",
     "fts_terms",
     "has_cjk",
     "like_pattern",
@@ -204,6 +207,7 @@ class Found:
 CANDIDATES = 1000
 REGEX_PAGE = 1000
 REGEX_MAX_SCAN = 50_000
+REGEX_ROW_TIMEOUT_S = 0.25
 
 # A message's time: its own timestamp when it has one, else when the store wrote it.
 _MSG_MS = "COALESCE(m.timestamp_ms, CAST(ROUND((julianday(m.created_at) - 2440587.5) * 86400000) AS INTEGER))"
@@ -311,11 +315,38 @@ def _scan_order(table: str, scoped: bool) -> str:
     return "s.created_at" if scoped else "s.rowid"
 
 
-async def _regex(conn: AsyncConnection, table: str, query: SearchQuery) -> Found:
+def compile_regex(pattern: str) -> Callable[[str], bool]:
+    """A matcher for `pattern` (Python ``re`` syntax) that cannot hang on catastrophic backtracking.
+
+    Matching runs on the ``regex`` engine (installed with tiktoken) with a per-row timeout; without
+    it, on ``re``.
+
+    Raises:
+        RecallQueryError: the pattern is invalid.
+    """
     try:
-        rx = re.compile(query.pattern)
+        compiled = re.compile(pattern)
     except re.error as exc:
-        raise RecallQueryError(f"invalid regular expression {query.pattern!r}: {exc}") from exc
+        raise RecallQueryError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    try:
+        engine: Any = importlib.import_module("regex")
+        guarded = engine.compile(pattern)
+    except Exception:  # no `regex` module, or a pattern only `re` accepts
+        return lambda body: compiled.search(body) is not None
+
+    def search(body: str) -> bool:
+        try:
+            return guarded.search(body, timeout=REGEX_ROW_TIMEOUT_S) is not None
+        except TimeoutError as exc:
+            raise RecallQueryError(
+                f"regular expression {pattern!r} is too slow to evaluate (catastrophic backtracking?); simplify it"
+            ) from exc
+
+    return search
+
+
+async def _regex(conn: AsyncConnection, table: str, query: SearchQuery) -> Found:
+    matches = compile_regex(query.pattern)
     alias, cols, column = ("m", _MSG_COLS, "text") if table == "messages" else ("s", _SUM_COLS, "content")
     cursor_col = "m.message_id" if table == "messages" else "s.rowid"
     params: dict[str, Any] = {"page": REGEX_PAGE}
@@ -337,7 +368,7 @@ async def _regex(conn: AsyncConnection, table: str, query: SearchQuery) -> Found
     while scanned < REGEX_MAX_SCAN:
         page = list(await conn.execute(text(sql), {**params, "cursor": cursor}))
         for r in page:
-            if rx.search(r[5]):
+            if matches(r[5]):
                 found.append(_row(table, r))
         scanned += len(page)
         if len(page) < REGEX_PAGE or len(found) >= query.limit:
@@ -410,9 +441,7 @@ def snippet(body: str, pattern: str, mode: str, width: int = 200) -> str:
     flat = " ".join(body.split())
     start = -1
     if mode == "regex":
-        with contextlib.suppress(re.error):
-            found = re.search(pattern, flat)
-            start = found.start() if found else -1
+        start = _regex_start(pattern, flat)
     else:
         lowered = flat.lower()
         positions = [
@@ -424,6 +453,20 @@ def snippet(body: str, pattern: str, mode: str, width: int = 200) -> str:
     begin = max(0, start - width // 4) if start >= 0 else 0
     piece = flat[begin : begin + width]
     return ("…" if begin > 0 else "") + piece + ("…" if begin + width < len(flat) else "")
+
+
+def _regex_start(pattern: str, body: str) -> int:
+    """Where `pattern` first matches `body` (-1 if not, or if finding out takes too long)."""
+    found: Any = None
+    try:
+        engine: Any = importlib.import_module("regex")
+        found = engine.search(pattern, body, timeout=REGEX_ROW_TIMEOUT_S)
+    except ImportError:
+        with contextlib.suppress(re.error):
+            found = re.search(pattern, body)
+    except Exception:  # timeout or a pattern the regex engine rejects: no highlight, still a hit
+        return -1
+    return found.start() if found else -1
 
 
 _REGEX_SPECIAL = set(".^$*+?{}[]()|\\")

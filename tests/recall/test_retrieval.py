@@ -7,6 +7,7 @@ recall test files import them from here.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import event, text
 
 from engines.lossless import retrieval
@@ -440,3 +443,43 @@ async def test_expand_max_depth(store: Store) -> None:
         await expand(store, root, token_cap=0)
     with pytest.raises(NotFoundError):
         await expand(store, "sum_missing")
+
+
+@pytest.fixture(scope="module")
+def planted_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One planted database shared by the property test below (it only reads)."""
+    path = tmp_path_factory.mktemp("prop") / "planted.db"
+
+    async def build() -> None:
+        store = await Store.open(path)
+        try:
+            await build_planted(store)
+        finally:
+            await store.close()
+
+    asyncio.run(build())
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pattern=st.text(min_size=1, max_size=40), mode=st.sampled_from(["full_text", "regex"]))
+def test_any_pattern_gives_hits_or_a_clear_error(planted_db: Path, pattern: str, mode: str) -> None:
+    async def search() -> None:
+        store = await Store.open(planted_db, upgrade=False)
+        try:
+            for key in ("agent:main:a", None):
+                try:
+                    await grep(store, pattern, mode=mode, session_key=key)  # type: ignore[arg-type]
+                except RecallQueryError as exc:
+                    assert "empty" in exc.detail or "invalid regular expression" in exc.detail
+        finally:
+            await store.close()
+
+    asyncio.run(search())
+
+
+async def test_catastrophic_regex_is_stopped_with_a_clear_error(store: Store) -> None:
+    h = History("agent:main:redos")
+    await add_messages(store, h, ["a" * 32 + "!"])
+    with pytest.raises(RecallQueryError, match="too slow to evaluate"):
+        await grep(store, r"(a|aa)+$", mode="regex", session_key=h.key)

@@ -290,3 +290,22 @@ async def _leaf_for(store: Store, history: History) -> str:
             kind="leaf", content="b leaf", token_count=3, summarizer="test", source_message_ids=history.ids[:2]
         )
         return await repo.insert_summary(conn, session, summary)
+
+
+async def test_engine_hooks_grant_and_revoke_the_child_tools(store: Store) -> None:
+    """The lossless engine's prepare/ended hooks drive the same grants the child's lcm_expand checks."""
+    from engines.lossless.engine import create_engine
+    from openclaw_ctx.contract import EngineContext
+
+    a, _b = await build_planted(store)
+    engine = create_engine(EngineContext(store=store, config={"maxExpandTokens": 5000}))
+    child = f"{a.key}:subagent:engine"
+    await engine.prepare_subagent_spawn(PrepareSubagentSpawnParams(parent_session_key=a.key, child_session_key=child))
+    tools = {t.name: t for t in engine.tools(child)}
+    out = await call(tools["lcm_expand"], {"summaryIds": [a.leaves[0]], "includeMessages": True})
+    assert "the vault17 code is 482913" in out
+    await engine.on_subagent_ended(SubagentEndedParams(child_session_key=child, reason="completed"))
+    assert "revoked" in await call(tools["lcm_expand"], {"summaryIds": [a.leaves[0]]})
+    main_tools = {t.name: t for t in engine.tools(a.key)}
+    answer = json.loads(await call(main_tools["lcm_expand_query"], {"prompt": "vault170?", "query": "vault170"}))
+    assert "vault170 holds the spare key 555" in answer["answer"]

@@ -224,6 +224,8 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
     problems: list[str] = []
     for raw in paths:
         path = Path(raw).expanduser()
+        if path.name == "sessions.json" and path.is_file():
+            path = path.parent
         if path.is_file():
             found.setdefault(path.resolve(), SourceFile(path.resolve()))
             continue
@@ -616,7 +618,7 @@ async def _write_context(
         rows = await conn.execute(
             select(Summary.summary_id, Summary.token_count).where(Summary.summary_id.in_(list(summaries.values())))
         )
-        token_of = {summary_id: tokens for summary_id, tokens in rows}
+        token_of = {row.summary_id: row.token_count for row in rows}
     items: list[dict[str, Any]] = []
     for entry in t.context_entries():
         base = {"session_id": session.session_id, "ordinal": len(items), "message_id": None, "summary_id": None}

@@ -495,3 +495,17 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     assert both.exit_code == 2 and "exactly one of --key and --session" in flat(both.stderr)
     unknown = invoke("--db", db, "export", "--key", "nobody", "--out", str(tmp_path / "o"))
     assert unknown.exit_code == 1 and "no sessions stored under key 'nobody'" in flat(unknown.stderr)
+
+
+async def test_a_key_with_a_live_session_keeps_it_active(store: Store, agent_dir: AgentDir, tmp_path: Path) -> None:
+    async with store.transaction() as conn:
+        live = await repo.ensure_session(conn, "agent:main:main", sessions_dir=str(tmp_path))
+    sessions_json = agent_dir.root / "main" / "sessions" / "sessions.json"
+    report = await import_paths(store, [sessions_json])
+    assert report.clean and {f.session_key for f in report.files} == {"agent:main:main", "agent:main:telegram:42"}
+    async with store.read() as conn:
+        assert (await repo.active_session(conn, "agent:main:main")) == await repo.get_session(conn, live.session_id)
+        statuses = [
+            s.status for s in await repo.session_chain(conn, "agent:main:main") if s.session_id != live.session_id
+        ]
+    assert statuses == ["rotated", "rotated", "archived"]

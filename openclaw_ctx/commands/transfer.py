@@ -43,9 +43,9 @@ def import_command(
 ) -> None:
     """Import OpenClaw transcripts; re-importing the same files adds nothing.
 
-    Session keys come from each directory's sessions.json; a bare file continues its parent session's
-    key, or is stored as `file:<sessionId>`. Exit status 2 when lines or files were skipped (they are
-    listed as file:line: reason and kept verbatim in transcript_entries).
+    Session keys come from sessions.json; a bare file continues its parent's key, or gets `file:<sessionId>`.
+
+    Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
     """
     state = state_of(ctx)
     report = run(_import(state, paths, show_progress=not as_json))

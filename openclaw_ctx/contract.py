@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 from pydantic.alias_generators import to_camel
 
 from openclaw_ctx.errors import AbortError
-from openclaw_ctx.messages import AgentMessage, parse_message
+from openclaw_ctx.messages import AgentMessage, parse_message, to_wire
 
 if TYPE_CHECKING:
     from openclaw_ctx.config import OpenClawConfig
@@ -82,9 +82,15 @@ def _message_list(value: Any) -> list[AgentMessage]:
     raise ValueError(f"expected a list of messages, got {type(value).__name__}")
 
 
+def _dump_messages(value: list[AgentMessage]) -> list[dict[str, Any]]:
+    return [to_wire(m) for m in value]
+
+
 MessageList = Annotated[
     list[AgentMessage],
     PlainValidator(_message_list, json_schema_input_type=list[dict[str, Any]]),
+    # Serialise as OpenClaw's wire JSON (the union's own serializer cannot see through PlainValidator).
+    PlainSerializer(_dump_messages, return_type=list[dict[str, Any]]),
 ]
 
 

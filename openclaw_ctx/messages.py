@@ -253,8 +253,12 @@ def _describe(error: ValidationError, prefix: str) -> str:
             for i, p in enumerate(path)
             if not (i == 0 and p in ROLES) and not (i > 0 and isinstance(path[i - 1], int) and p in _BLOCK_TYPES)
         ]
+        # Union branches show up as schema names ("str", "list[tagged-union[…]]"); say "content" once.
+        kept = [p for p in kept if not (isinstance(p, str) and ("[" in p or p in ("str", "function-after")))]
         loc = ".".join(str(p) for p in kept)
-        parts.append(f"{prefix}{('.' + loc) if loc else ''}: {item['msg']}")
+        line = f"{prefix}{('.' + loc) if loc else ''}: {item['msg']}"
+        if line not in parts:
+            parts.append(line)
     more = error.error_count() - 5
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 

@@ -236,6 +236,8 @@ class _Recall:
 
     async def expand(self, args: dict[str, Any]) -> str:
         grant = await self.grants.require(self.session_key)
+        if grant.remaining_tokens == 0:
+            raise GrantError(f"the grant's token budget ({grant.token_cap}) is spent")
         ids = await self._targets(args, grant)
         outcome = await self.expand_under_grant(grant, ids, args)
         return "\n\n".join(r.render() for r in outcome) or "Nothing to expand."

@@ -129,7 +129,8 @@ async def test_expand_spends_the_grant_budget(store: Store) -> None:
     assert 0 < grant.tokens_used <= 40
     await grants.consume(child, 1000)
     assert (await grants.require(child)).remaining_tokens == 0
-    assert await call(tools["lcm_expand"], {"summaryIds": [a.leaves[0]]}) == "Nothing to expand."
+    spent = await call(tools["lcm_expand"], {"summaryIds": [a.leaves[0]]})
+    assert spent == "error: lcm_expand: the grant's token budget (40) is spent"
 
 
 async def test_expired_and_revoked_grants_refuse(store: Store) -> None:

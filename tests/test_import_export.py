@@ -304,7 +304,10 @@ async def test_example_round_trips_byte_identically(store: Store, tmp_path: Path
 
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
-_OPS = st.sampled_from(["user", "assistant", "tool", "custom", "custom_message", "label", "model", "compact", "branch"])
+_OPS = st.sampled_from(
+    ["user", "assistant", "tool", "custom", "custom_message", "label", "model", "compact", "branch", "summary", "other"]
+)
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
 
 
 @st.composite
@@ -328,8 +331,16 @@ def transcript_lines(draw: st.DrawFn) -> list[dict[str, Any]]:
         text = draw(_TEXT)
         if op in ("user", "assistant", "tool"):
             message: dict[str, Any] = {
-                "user": {"role": "user", "content": text},
-                "assistant": {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"},
+                "user": draw(st.sampled_from([
+                    {"role": "user", "content": text},
+                    {"role": "user", "content": [{"type": "text", "text": text},
+                                                 {"type": "image", "data": _PNG, "mimeType": "image/png"}]},
+                ])),
+                "assistant": {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": text, "thinkingSignature": "sig"},
+                    {"type": "text", "text": text},
+                    {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": text, "n": n}},
+                ], "stopReason": "toolUse", "usage": {"input": n, "output": 1, "totalTokens": n + 1}},
                 "tool": {"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
                          "content": [{"type": "text", "text": text}], "isError": draw(st.booleans())},
             }[op]  # fmt: skip
@@ -346,6 +357,10 @@ def transcript_lines(draw: st.DrawFn) -> list[dict[str, Any]]:
             entry = {"type": "label", **base, "targetId": leaf, "label": text}
         elif op == "model":
             entry = {"type": "model_change", **base, "provider": "p", "modelId": text}
+        elif op == "summary":
+            entry = {"type": "branch_summary", **base, "fromId": leaf, "summary": text}
+        elif op == "other":
+            entry = {"type": "session_info" if n % 2 else "brand_new_type", **base, "name": text}
         else:
             entry = {"type": "custom", **base, "customType": "state", "data": {"t": text}}
         entries.append(entry)

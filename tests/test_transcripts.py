@@ -255,3 +255,16 @@ def test_message_entries_round_trip_to_json(tmp_path: Path, role: str, cls: type
     entry = t.entries[0]
     assert isinstance(entry, MessageEntry) and isinstance(entry.message, cls)
     assert entry.to_json() == line
+
+
+def test_crlf_line_endings_and_a_final_line_without_newline(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.jsonl"
+    lines = [
+        json.dumps(HEADER),
+        json.dumps(_msg("a", None, "user", "one", 1)),
+        json.dumps(_msg("b", "a", "user", "two", 2)),
+    ]
+    path.write_bytes("\r\n".join(lines).encode())
+    t = read_transcript(path)
+    assert t.errors == [] and [e.id for e in t.entries] == ["a", "b"]
+    assert [line_no for line_no, _, _ in iter_lines(path)] == [1, 2, 3]

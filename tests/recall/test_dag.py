@@ -164,3 +164,44 @@ async def test_export_formats(store: Store) -> None:
     assert mermaid.count(" --> ") == graph.number_of_edges()
     with pytest.raises(RecallQueryError, match="format must be one of dot, graphml, mermaid"):
         export(graph, "svg")
+
+
+async def test_real_engine_compactions_stay_valid_and_recallable(store: Store) -> None:
+    """The lossless engine compacts (rotating twice); recall finds every planted fact's original."""
+    from engines.lossless.engine import create_engine
+    from engines.lossless.retrieval import expand, grep
+    from openclaw_ctx.contract import CompactParams, EngineContext
+
+    engine = create_engine(
+        EngineContext(
+            store=store,
+            config={"freshTailCount": 4, "leafChunkTokens": 300, "leafMinFanout": 2, "condensedMinFanout": 2},
+        )
+    )
+    h = History("agent:main:engine")
+    for round_ in range(3):
+        texts = [
+            f"round {round_} turn {i}: the code for locker{round_}x{i} is {round_}{i}4711 " + "pad " * 30
+            for i in range(10)
+        ]
+        await add_messages(store, h, texts)
+        async with store.read() as conn:
+            session = await repo.active_session(conn, h.key)
+        assert session is not None
+        result = await engine.compact(
+            CompactParams(session_id=session.session_id, session_key=h.key, token_budget=500, force=True)
+        )
+        assert result.ok and result.compacted, result.reason
+    assert await deep_check(store) == []
+    expanded = 0
+    for mid, original in h.texts.items():
+        fact = original.split()[7]  # locker<r>x<i>
+        hits = await grep(store, fact, session_key=h.key, scope="messages")
+        assert [x.id for x in hits] == [f"msg_{mid}"], fact
+        if hits[0].in_context:
+            continue
+        assert hits[0].covering_summary_id is not None
+        opened = await expand(store, hits[0].covering_summary_id, include_messages=True, token_cap=100_000)
+        assert {e.id: e.text for e in opened.entries if e.kind == "message"}[f"msg_{mid}"] == original
+        expanded += 1
+    assert expanded >= 20  # most of the history was summarized away and came back through expand

@@ -231,12 +231,16 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
             continue
         if not path.is_dir():
             raise NotFoundError(f"{path}: no such file or directory")
+        files = 0
         for folder in _session_dirs(path):
             keyed = _read_sessions_json(folder, problems)
             for file in sorted(folder.glob("*.jsonl")):
                 resolved = file.resolve()
                 source = found.setdefault(resolved, SourceFile(resolved))
                 source.session_key = keyed.get(resolved, source.session_key)
+                files += 1
+        if not files:
+            problems.append(f"{path}: no transcripts (*.jsonl) found")
     return list(found.values()), problems
 
 
@@ -305,12 +309,13 @@ async def import_paths(
     Raises:
         NotFoundError: a path does not exist.
     """
-    sources, problems = discover(paths)
+    sources, problems = await asyncio.to_thread(discover, list(paths))
     report = ImportReport(skipped=list(problems))
     for source in sources:
-        _read_header(source)
+        await asyncio.to_thread(_read_header, source)
     ordered = _link_chain(sources)
-    total = sum(s.size for s in ordered)
+    sizes = await asyncio.to_thread(lambda: [s.size for s in ordered])
+    total = sum(sizes)
     done = 0
 
     def tick(name: str, files_done: int, amount: int = 0) -> None:
@@ -319,10 +324,9 @@ async def import_paths(
         if progress is not None:
             progress(ImportProgress(name, files_done, len(ordered), done, total))
 
-    for index, source in enumerate(ordered):
+    for index, (source, size) in enumerate(zip(ordered, sizes, strict=True)):
         file_report = FileReport(path=str(source.path))
         report.files.append(file_report)
-        size = source.size
         if source.header is None:
             file_report.error = source.header_error or "no session header"
             report.skipped.append(f"{source.path}:1: {file_report.error}; file skipped")

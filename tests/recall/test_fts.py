@@ -11,11 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engines.lossless.fts import (
+    SearchRow,
     fts_terms,
     has_cjk,
     like_pattern,
     like_terms,
     needs_like_fallback,
+    rank,
     required_literal,
     sanitize_fts_query,
 )
@@ -188,3 +190,22 @@ def test_required_literal_is_in_every_match(atoms: list[str], haystack: str) -> 
     literal = required_literal(pattern)
     if literal is not None and re.search(pattern, haystack):
         assert literal.lower() in haystack.lower()
+
+
+def _row(ms: int, score: float | None, message_id: int | None = 1, summary_id: str | None = None) -> SearchRow:
+    return SearchRow("k", "s", "t", None, ms, message_id=message_id, summary_id=summary_id, score=score)
+
+
+def test_rank_orders_by_policy() -> None:
+    hour = 3_600_000
+    now = 1000 * hour
+    old_strong = _row(now - 900 * hour, -10.0, message_id=1)
+    new_weak = _row(now - hour, -9.5, message_id=2)
+    unscored = _row(now, None, message_id=3)
+    summary_same_time = _row(now - hour, -9.5, message_id=None, summary_id="sum_x")
+    rows = [old_strong, new_weak, unscored, summary_same_time]
+    assert rank(rows, "recency", now_ms=now) == [unscored, new_weak, summary_same_time, old_strong]
+    assert rank(rows, "relevance", now_ms=now) == [old_strong, new_weak, summary_same_time, unscored]
+    # 900 hours of age damps -10 to about -5.3: the newer, slightly weaker match wins
+    assert rank(rows, "hybrid", now_ms=now)[:2] == [new_weak, summary_same_time]
+    assert rank(rows, "hybrid", now_ms=now)[-1] == unscored

@@ -483,3 +483,12 @@ async def test_catastrophic_regex_is_stopped_with_a_clear_error(store: Store) ->
     await add_messages(store, h, ["a" * 32 + "!"])
     with pytest.raises(RecallQueryError, match="too slow to evaluate"):
         await grep(store, r"(a|aa)+$", mode="regex", session_key=h.key)
+
+
+async def test_summary_time_window_uses_the_covered_range(store: Store) -> None:
+    a, _b = await build_planted(store)
+    # leaf 0 covers messages 0..3 (hours 0..3), leaf 1 covers 4..7; the condensed node spans both
+    late = await grep(store, "vault17", session_key=a.key, scope="summaries", since=iso(BASE_MS + 5 * HOUR))
+    assert {h.id for h in late} == {a.condensed[0]}
+    early = await grep(store, "vault17", session_key=a.key, scope="summaries", before=iso(BASE_MS + 2 * HOUR))
+    assert {h.id for h in early} == {a.leaves[0], a.condensed[0]}

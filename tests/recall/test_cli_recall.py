@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,18 @@ def test_help_for_every_recall_command(db_path: Path) -> None:
     for name in ("grep", "describe", "expand", "dag"):
         result = invoke(db_path, name, "--help")
         assert result.exit_code == 0 and "Usage" in result.stdout
+
+
+def test_console_script_runs_recall_commands(db_path: Path, planted: tuple[History, History]) -> None:
+    a, _b = planted
+    exe = Path(sys.executable).with_name("openclaw-ctx")
+    proc = subprocess.run(
+        [str(exe), "--db", str(db_path), "grep", "vault170", "--key", a.key, "--scope", "messages", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)["hits"]
+    assert hits[0]["id"] == f"msg_{a.ids[1]}"

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from engines.lossless import fts as search
+from engines.lossless import fts
 from engines.lossless.fts import RecallQueryError, SearchRow
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.store.store import Store
@@ -174,19 +174,19 @@ async def grep(
         raise RecallQueryError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     if not pattern or not pattern.strip():
         raise RecallQueryError("the search pattern is empty")
-    window = search.TimeWindow(_iso(since, "since"), _iso(before, "before"))
-    query = search.SearchQuery(pattern, mode, session_key, window, limit, sort)
+    window = fts.TimeWindow(_iso(since, "since"), _iso(before, "before"))
+    query = fts.SearchQuery(pattern, mode, session_key, window, limit, sort)
     async with reading(source) as conn:
         rows: list[SearchRow] = []
         strategies: list[str] = []
         complete = True
         for table in ("messages", "summaries"):
             if scope in (table, "both"):
-                found = await search.run(conn, table, query)
+                found = await fts.run(conn, table, query)
                 rows.extend(found.rows)
                 strategies.append(found.strategy)
                 complete = complete and found.complete
-        ranked = search.rank(rows, sort)[:limit]
+        ranked = fts.rank(rows, sort)[:limit]
         hits = await _to_hits(conn, ranked, pattern, mode)
     return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete)
 
@@ -257,7 +257,7 @@ async def _to_hits(conn: AsyncConnection, rows: list[SearchRow], pattern: str, m
     raw = {r[0] for r in await conn.execute(_RAW_IN_CONTEXT_SQL, {"ids": message_ids})} if message_ids else set()
     hits = []
     for r in rows:
-        snippet = search.snippet(r.text, pattern, mode)
+        snippet = fts.snippet(r.text, pattern, mode)
         if r.message_id is not None:
             leaf, ctx = covers.get(r.message_id, (None, None))
             hits.append(

@@ -205,19 +205,21 @@ class _Recall:
             return list(grant.allowed_session_keys)
         return None if all_sessions else [self.session_key]
 
-    async def search(self, args: dict[str, Any], pattern: str) -> list[retrieval.GrepHit]:
+    async def search(self, args: dict[str, Any], pattern: str) -> tuple[list[retrieval.GrepHit], list[str] | None]:
+        """Grep within the caller's scope; returns the hits and the keys searched (None = all)."""
         keys = await self.scope(bool(args.get("allSessions")))
         common = {k: args[k] for k in ("mode", "scope", "sort", "since", "before", "limit") if k in args}
         if keys is None:
-            return list(await retrieval.grep(self.store, pattern, **common))
+            return list(await retrieval.grep(self.store, pattern, **common)), None
         hits: list[retrieval.GrepHit] = []
         for key in keys:
             hits.extend(await retrieval.grep(self.store, pattern, session_key=key, **common))
-        return hits[: args.get("limit", 50)] if len(keys) == 1 else _newest_first(hits)[: args.get("limit", 50)]
+        limit = args.get("limit", 50)
+        return (hits[:limit] if len(keys) == 1 else _newest_first(hits)[:limit]), keys
 
     async def grep(self, args: dict[str, Any]) -> str:
-        hits = await self.search(args, args["pattern"])
-        where = "all sessions" if args.get("allSessions") else f"session key {self.session_key}"
+        hits, keys = await self.search(args, args["pattern"])
+        where = "all sessions" if keys is None else "session key " + ", ".join(keys)
         if not hits:
             return f"No matches for {args['pattern']!r} in {where}."
         lines = [f"{len(hits)} match(es) for {args['pattern']!r} in {where} ({args['sort']}):"]
@@ -246,7 +248,7 @@ class _Recall:
         if "summaryIds" in args:
             ids = list(dict.fromkeys(s.strip() for s in args["summaryIds"]))
         elif "query" in args:
-            hits = await self.search({"limit": 50, "sort": "recency", "scope": "both"}, args["query"])
+            hits, _keys = await self.search({"limit": 50, "sort": "recency", "scope": "both"}, args["query"])
             ids = _candidate_summaries(hits)
         else:
             raise ArgumentError("give 'summaryIds' or 'query'")
@@ -449,7 +451,7 @@ class _ExpandQuery:
             ids = list(dict.fromkeys(s.strip() for s in args["summaryIds"]))
         elif "query" in args:
             search = {"limit": 50, "sort": "recency", "scope": "both", "allSessions": args.get("allSessions", False)}
-            hits = await r.search(search, args["query"])
+            hits, _keys = await r.search(search, args["query"])
             ids = _candidate_summaries(hits)[:EXPAND_QUERY_CANDIDATES]
             raw = [h for h in hits if h.kind == "message" and h.in_context]
         else:

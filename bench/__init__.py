@@ -16,7 +16,7 @@ from bench.core import BenchContext, PeerMissing, Row, Size
 __all__ = ["BENCHMARKS", "BenchContext", "PeerMissing", "Row", "Size", "load", "run_one"]
 
 # Run order: cheap and foundational first.
-BENCHMARKS = ("ingest", "tokens")
+BENCHMARKS = ("ingest", "tokens", "recall")
 
 
 def load(name: str) -> ModuleType:

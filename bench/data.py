@@ -93,8 +93,8 @@ def _lines(words: list[str], per_line: int, line: Callable[[int, str], str]) -> 
     return "\n".join(line(i, " ".join(words[k : k + per_line])) for i, k in enumerate(range(0, len(words), per_line)))
 
 
-def _tool_output(rng: random.Random, c: Corpus, index: int) -> str:
-    chars = _length(rng, 1500, 1.1)
+def _tool_output(rng: random.Random, c: Corpus, index: int, scale: float) -> str:
+    chars = _length(rng, 1500 * scale, 1.1)
     kind = rng.random()
     if kind < 0.35:
         rows = [{"id": f"{rng.getrandbits(48):012x}", "name": c.text(rng, 2), "score": rng.randint(0, 999)}]
@@ -115,8 +115,14 @@ def conversation(n: int, *, seed: int = 7, start_ms: int = 1_767_225_600_000) ->
     return list(stream(n, seed=seed, start_ms=start_ms))
 
 
-def stream(n: int, *, seed: int = 7, start_ms: int = 1_767_225_600_000, offset: int = 0) -> Iterator[dict[str, Any]]:
-    """Like :func:`conversation` but lazy; `offset` numbers needles for a slice of a larger stream."""
+def stream(
+    n: int, *, seed: int = 7, start_ms: int = 1_767_225_600_000, offset: int = 0, scale: float = 1.0
+) -> Iterator[dict[str, Any]]:
+    """Like :func:`conversation` but lazy.
+
+    `offset` numbers needles for a slice of a larger stream; `scale` multiplies every text-length
+    median (0.2 gives the ~200-character messages of the FTS anchors in spec/benchmarks.md §4.4).
+    """
     c = corpus()
     rng = random.Random(seed)
     index = 0
@@ -127,7 +133,7 @@ def stream(n: int, *, seed: int = 7, start_ms: int = 1_767_225_600_000, offset: 
         plant = f" {needle(absolute // NEEDLE_EVERY)}" if absolute % NEEDLE_EVERY == 0 else ""
         if pending:
             call_id, name = pending.pop(0)
-            out = _tool_output(rng, c, absolute) + plant
+            out = _tool_output(rng, c, absolute, scale) + plant
             msg: dict[str, Any] = {
                 "role": "toolResult",
                 "toolCallId": call_id,
@@ -137,12 +143,12 @@ def stream(n: int, *, seed: int = 7, start_ms: int = 1_767_225_600_000, offset: 
                 "timestamp": ts,
             }
         elif index == 0 or rng.random() < 0.3:
-            msg = {"role": "user", "content": _prose(rng, c, 300) + plant, "timestamp": ts}
+            msg = {"role": "user", "content": _prose(rng, c, 300 * scale) + plant, "timestamp": ts}
         else:
             blocks: list[dict[str, Any]] = []
             if rng.random() < 0.15:
-                blocks.append({"type": "thinking", "thinking": _prose(rng, c, 400)})
-            blocks.append({"type": "text", "text": _prose(rng, c, 1100) + plant})
+                blocks.append({"type": "thinking", "thinking": _prose(rng, c, 400 * scale)})
+            blocks.append({"type": "text", "text": _prose(rng, c, 1100 * scale) + plant})
             calls = 0 if rng.random() < 0.45 else (1 if rng.random() < 0.8 else 2)
             for k in range(calls):
                 call_id = f"call_{absolute}_{k}"

@@ -129,7 +129,7 @@ class AssemblyPlan:
 
     budget: int
     fresh_tail_count: int
-    fresh_tail_max_tokens: int | None
+    fresh_tail_max_tokens: int
     rendered: dict[str, RenderedSummary]
     stubs: dict[int, StubbedMessage] = field(default_factory=dict)
     live: list[AgentMessage] = field(default_factory=list)

@@ -69,10 +69,10 @@ def total_tokens(items: Sequence[PlanItem]) -> int:
     return sum(i.tokens for i in items)
 
 
-def tail_start_of(items: Sequence[PlanItem], config: LosslessConfig) -> int:
-    """Where the protected fresh tail of `items` begins."""
+def tail_start_of(items: Sequence[PlanItem], config: LosslessConfig, budget: int) -> int:
+    """Where the protected fresh tail of `items` begins for a `budget`-token window."""
     view = [(i.message if i.kind == "message" else None, i.tokens) for i in items]
-    return fresh_tail_start(view, config.fresh_tail_count, config.fresh_tail_max_tokens)
+    return fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
 
 
 def summary_prefix_tokens(items: Sequence[PlanItem], tail_start: int) -> int:
@@ -458,7 +458,9 @@ class _Sweeper:
         while self.can_continue():
             if stop_at is not None and total_tokens(self.out.items) <= stop_at:
                 return
-            plan = plan_leaf_pass(self.out.items, tail_start_of(self.out.items, self.c), self.c.leaf_chunk_tokens)
+            plan = plan_leaf_pass(
+                self.out.items, tail_start_of(self.out.items, self.c, self.s.budget), self.c.leaf_chunk_tokens
+            )
             if plan is None:
                 return
             await self.leaf(*plan)
@@ -468,7 +470,7 @@ class _Sweeper:
         self, *, max_depth: int, hard: bool, until: int, prefix_only: bool, mixed: bool = False
     ) -> None:
         while self.can_continue():
-            tail = tail_start_of(self.out.items, self.c)
+            tail = tail_start_of(self.out.items, self.c, self.s.budget)
             size = summary_prefix_tokens(self.out.items, tail) if prefix_only else total_tokens(self.out.items)
             if size <= until:
                 return

@@ -99,6 +99,17 @@ class LosslessConfig(BaseModel):
         """Summary tokens outside the tail a normal sweep condenses down to."""
         return max(self.condensed_target_tokens, min(self.leaf_chunk_tokens, self.threshold_tokens(budget) // 2))
 
+    def tail_max_tokens(self, budget: int) -> int:
+        """Token cap of the fresh-tail walk: `freshTailMaxTokens`, else half the threshold.
+
+        The reference leaves the walk uncapped, so with small windows 64 tool-heavy messages alone
+        overflow the budget and no compaction can help; an implicit cap of half the threshold keeps
+        room for summaries. The tail still always reaches back to the newest user message.
+        """
+        if self.fresh_tail_max_tokens is not None:
+            return self.fresh_tail_max_tokens
+        return max(1, self.threshold_tokens(budget) // 2)
+
     def is_ignored(self, session_key: str) -> bool:
         """True when nothing may be stored for this session key."""
         return any(glob_match(p, session_key) for p in self.ignore_session_patterns)

@@ -429,7 +429,7 @@ class LosslessContextEngine:
             rendered, stubs = await load_render_inputs(
                 conn, entries, self._renders, self.counter, self.config.large_file_token_threshold
             )
-        plan = AssemblyPlan(0, self.config.fresh_tail_count, self.config.fresh_tail_max_tokens, rendered, stubs)
+        plan = AssemblyPlan(0, self.config.fresh_tail_count, 0, rendered, stubs)
         return sid, entries, plan
 
     async def assemble(self, params: AssembleParams) -> AssembleResult:
@@ -448,6 +448,7 @@ class LosslessContextEngine:
             if result.compacted:
                 sid, entries, plan = await self._load_for_assembly(key, sid)
         plan.budget = budget
+        plan.fresh_tail_max_tokens = self.config.tail_max_tokens(budget)
         plan.live = live_suffix(params.messages, entries)
         return build_assembly(entries, plan, self.counter)
 

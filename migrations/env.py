@@ -13,6 +13,7 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
+import engines.lossless.models  # noqa: F401  (the lossless sidecar table is part of the schema)
 from openclaw_ctx.store.models import Base
 
 config = context.config

@@ -255,6 +255,9 @@ class Runtime:
         auto = await self._auto_compact(key)
         if auto is not None:
             compactions.append(auto)
+        drained = await self._drain_debt(key)
+        if drained is not None:
+            compactions.append(drained)
         session = await self._session(key)
         return TurnResult(
             session_key=key,
@@ -464,6 +467,18 @@ class Runtime:
                     )
         except Exception as exc:  # finalization failure is reported, never loses the persisted turn
             log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
+
+    async def _drain_debt(self, key: str) -> CompactResult | None:
+        """Pay an owning engine's deferred compaction debt after the reply, not inside the next prompt."""
+        drain = getattr(self.engine, "drain_debt", None)
+        if not callable(drain) or getattr(self.engine, "quarantined", False):
+            return None
+        try:
+            result: CompactResult | None = await drain(key)
+        except Exception as exc:
+            log.warning("deferred compaction failed for %s: %s", key, exc)
+            return None
+        return result
 
     async def _auto_compact(self, key: str) -> CompactResult | None:
         """The built-in auto-compaction for engines that do not own compaction."""

@@ -50,7 +50,10 @@ HELPER = textwrap.dedent(
         async with store.transaction() as conn:
             session = await repo.ensure_session(conn, key, engine_id="legacy")
             await repo.append_messages(
-                conn, session, [repo.NewMessage(m, entry_id=f"{n}-{i}") for i, m in enumerate(turn(n) + turn(n + 500))], store.counter
+                conn,
+                session,
+                [repo.NewMessage(m, entry_id=f"{n}-{i}") for i, m in enumerate(turn(n) + turn(n + 500))],
+                store.counter,
             )
         arm()
         await compact_session(

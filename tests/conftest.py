@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from click.testing import Result
+from typer.testing import Result
 
 from openclaw_ctx.store.store import Store
 

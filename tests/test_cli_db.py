@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from openclaw_ctx import cli
 from openclaw_ctx.store.store import alembic_config

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 from test_cli_db import assert_clean_failure, invoke, unwrapped
+from typer.testing import Result
 
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.store import repo

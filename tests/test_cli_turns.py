@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from click.testing import Result
+from typer.testing import Result
 
 from openclaw_ctx.messages import AssistantMessage, TextContent
 from openclaw_ctx.runtime import Runtime

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 from fixtures.make_agent_dir import AgentDir, build_agent_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx import cli

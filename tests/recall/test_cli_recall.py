@@ -11,9 +11,8 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from click.testing import Result
 from test_retrieval import History, build_planted
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from openclaw_ctx import cli
 from openclaw_ctx.store.store import Store

@@ -20,7 +20,16 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENCLAW_CONFIG_PATH", raising=False)
     monkeypatch.delenv("OPENCLAW_CTX_DB", raising=False)
     monkeypatch.delenv("OPENCLAW_CTX_ENCODING", raising=False)
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "LCM_SUMMARY_MODEL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "LCM_SUMMARY_MODEL",
+        "LCM_SUMMARY_PROVIDER",
+        "LCM_SUMMARY_BASE_URL",
+        "LCM_FALLBACK_PROVIDERS",
+    ):
         monkeypatch.delenv(name, raising=False)
     return state
 

@@ -104,6 +104,14 @@ class OpenClawConfig(_Model):
             return raw.strip(), "configured"
         return DEFAULT_ENGINE_ID, "default"
 
+    def with_engine(self, engine_id: str) -> OpenClawConfig:
+        """A copy whose slot selects `engine_id` (with an enabled entry for a plugin engine)."""
+        config = self.model_copy(deep=True)
+        config.plugins.slots.context_engine = engine_id
+        if engine_id != DEFAULT_ENGINE_ID and engine_id not in config.plugins.entries:
+            config.plugins.entries[engine_id] = PluginEntry(enabled=True)
+        return config
+
     def entry(self, plugin_id: str) -> PluginEntry | None:
         """The plugin entry for `plugin_id`, if configured."""
         return self.plugins.entries.get(plugin_id)

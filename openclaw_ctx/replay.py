@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_ctx.config import OpenClawConfig, PluginEntry
+from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from openclaw_ctx.runtime import Runtime
@@ -127,7 +127,7 @@ async def replay_transcript(
     ]
     turns, entry_of = split_turns(pairs)
     key = session_key or f"replay:{transcript.header.id if transcript.header else Path(path).stem}"
-    config = _with_engine(config or OpenClawConfig(), engine)
+    config = (config or OpenClawConfig()).with_engine(engine)
     summarizer = summarizer or default_summarizer()
     model = ScriptedModel(context_window=budget, name="scripted-replay")
     tools = ScriptedTools()
@@ -173,14 +173,6 @@ async def replay_transcript(
         session_key=key,
         summarizer=summarizer.name,
     )
-
-
-def _with_engine(config: OpenClawConfig, engine: str) -> OpenClawConfig:
-    config = config.model_copy(deep=True)
-    config.plugins.slots.context_engine = engine
-    if engine != "legacy" and engine not in config.plugins.entries:
-        config.plugins.entries[engine] = PluginEntry(enabled=True)
-    return config
 
 
 async def _persist_direct(

@@ -204,10 +204,7 @@ async def _compact(
 
 def _config(state: CliState, engine: str | None) -> OpenClawConfig:
     config = state.config()
-    if engine:
-        config = config.model_copy(deep=True)
-        config.plugins.slots.context_engine = engine
-    return config
+    return config.with_engine(engine) if engine else config
 
 
 async def _runtime(store: Store, config: OpenClawConfig, budget: int) -> Runtime:

@@ -444,10 +444,13 @@ def snippet(body: str, pattern: str, mode: str, width: int = 200) -> str:
         start = _regex_start(pattern, flat)
     else:
         lowered = flat.lower()
-        positions = [
-            p for p in (lowered.find(t.lower()) for t in (fts_terms(pattern) or like_terms(pattern))) if p >= 0
-        ]
-        start = min(positions) if positions else -1
+        # Centre on a whole typed chunk (`billing.ledger_v2.dual_write`) where it occurs verbatim;
+        # otherwise on the earliest of its word tokens.
+        for needles in ([chunk for chunk, _ in _chunks(pattern)], fts_terms(pattern) or like_terms(pattern)):
+            positions = [p for p in (lowered.find(t.lower()) for t in needles) if p >= 0]
+            if positions:
+                start = min(positions)
+                break
     if len(flat) <= width:
         return flat
     begin = max(0, start - width // 4) if start >= 0 else 0

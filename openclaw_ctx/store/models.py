@@ -29,6 +29,7 @@ __all__ = [
     "SummaryParent",
     "EngineState",
     "TranscriptEntry",
+    "Turn",
 ]
 
 NAMING = {
@@ -264,3 +265,23 @@ class EngineState(Base):
     name: Mapped[str] = mapped_column(String, primary_key=True)
     value_json: Mapped[str] = mapped_column(Text, nullable=False)
     updated_at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)
+
+
+class Turn(Base):
+    """One runtime turn of a session key: what the host assembled for the model, against which budget.
+
+    Written by the runtime in the turn's persist transaction (revision 0003); `turn` counts a key's
+    turns from 1 across its whole rotation chain.
+    """
+
+    __tablename__ = "turns"
+    __table_args__ = (Index("ux_turns_key_turn", "session_key", "turn", unique=True),)
+
+    turn_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_key: Mapped[str] = mapped_column(String, nullable=False)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="RESTRICT"), nullable=False)
+    turn: Mapped[int] = mapped_column(Integer, nullable=False)
+    assembled_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    budget: Mapped[int] = mapped_column(Integer, nullable=False)
+    compacted: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)

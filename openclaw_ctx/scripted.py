@@ -2,7 +2,9 @@
 
 The model answers each call with the next scripted assistant message; the tool executor answers
 each tool call with the scripted result for its id. Like a real provider, the model refuses a
-prompt larger than its context window with ContextOverflowError, so overflow recovery is exercised.
+prompt larger than its context window with ContextOverflowError, so overflow recovery is exercised,
+and a reply's `usage` reports the prompt this model was actually sent, not the one the scripted
+message was recorded with (engines read usage as the observed prompt size).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 from collections.abc import Iterable
 
 from openclaw_ctx.errors import ContextOverflowError
-from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, flatten_text
+from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage, flatten_text
 from openclaw_ctx.model import ModelRequest
 
 __all__ = ["ScriptedModel", "ScriptedTools"]
@@ -59,7 +61,13 @@ class ScriptedModel:
             )
         self.calls.append(request)
         if self._replies:
-            return self._replies.pop(0)
+            reply = self._replies.pop(0)
+            if reply.usage is None:
+                return reply
+            # In place, not a copy: the reply is handed over, and callers (replay) know it by identity.
+            output = reply.usage.output
+            reply.usage = Usage(input=prompt_tokens, output=output, total_tokens=prompt_tokens + output)
+            return reply
         return AssistantMessage(content=[TextContent(text="ok")], stop_reason="stop", model=self.name)
 
 

@@ -220,7 +220,10 @@ class Runtime:
         while True:
             session = await self._session(key)
             history, known = await self._history(session)
-            assembled, assembled_ok = await self._assemble(session, history, user)
+            # The engine fits history into what the in-flight turn (this prompt, and the replies and
+            # tool results of an overflowed attempt) leaves of the prompt budget.
+            in_flight = _estimate([user, *turn], {}, "")
+            assembled, assembled_ok = await self._assemble(session, history, user, self.prompt_budget - in_flight)
             system_prompt = _join_prompt(assembled.system_prompt_addition, self.system_prompt)
             outgoing = list(assembled.messages) + [user] + turn
             if truncated:
@@ -315,7 +318,7 @@ class Runtime:
         self._bootstrapped.add((engine_id, mark))
 
     async def _assemble(
-        self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage
+        self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage, budget: int
     ) -> tuple[AssembleResult, bool]:
         try:
             result = await self.engine.assemble(
@@ -323,7 +326,7 @@ class Runtime:
                     session_id=session.session_id,
                     session_key=session.session_key,
                     messages=history,
-                    token_budget=self.prompt_budget,
+                    token_budget=max(1, budget),
                     available_tools=frozenset(t.name for t in self.tool_specs),
                     model=self.model.name,
                     prompt=flatten_text(user),

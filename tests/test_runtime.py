@@ -259,6 +259,28 @@ async def test_owning_engine_skips_precheck_unless_preassembly_may_overflow(stor
     assert isinstance(compacts[0].runtime_settings, RuntimeSettings)  # owning engines get it in compact
 
 
+async def test_assembly_budget_leaves_room_for_the_in_flight_turn(store: Store, plugin: Any) -> None:
+    """The engine fits history into what the prompt (and, after an overflow, the turn so far) leaves."""
+    async with store.transaction() as conn:
+        session = await repo.ensure_session(conn, "agent:main:inflight")
+        history = [UserMessage(content="word " * 480), reply("word " * 480)]  # ~600 tokens each
+        await repo.append_messages(conn, session, [repo.NewMessage(m) for m in history], store.counter)
+    engine_id, engine = plugin(owns=True)  # assembles the last two messages: all of the history
+    call = ToolCall(id="call_big", name="read", arguments={"path": "big.log"})
+    big = ToolResultMessage(tool_call_id="call_big", tool_name="read", content=[TextContent(text="line " * 480)])
+    # History + the tool output overflow the window on the second model call.
+    model = ScriptedModel(
+        [AssistantMessage(content=[call], stop_reason="toolUse"), reply("done")], context_window=1_800
+    )
+    tools = ScriptedTools({"call_big": big})
+    runtime = await Runtime.create(store, config=config_for(engine_id), model=model, tools=tools)
+    with pytest.raises(ContextOverflowError):  # this engine ignores the budget, so the retries overflow too
+        await runtime.run_turn("agent:main:inflight", "read big.log")
+    budgets = [p.token_budget for n, p in engine.calls if n == "assemble"]
+    assert 0 < runtime.prompt_budget - budgets[0] < 50, "the first assembly leaves room for the prompt only"
+    assert budgets[0] - budgets[1] > 550, "a retry after the overflow leaves room for the tool output too"
+
+
 async def test_overflow_gives_up_after_compaction_and_truncation_but_keeps_the_prompt(store: Store) -> None:
     model = ScriptedModel([reply("never")], context_window=50)
     runtime = await Runtime.create(store, model=model)

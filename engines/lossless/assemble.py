@@ -227,9 +227,11 @@ def build_assembly(entries: Sequence[ContextEntry], plan: AssemblyPlan, counter:
     """Assemble `entries` within ``plan.budget`` (pure: no I/O).
 
     Returns:
-        The result; ``estimated_tokens`` is the sum of the returned messages' token counts, and
-        ``prompt_authority`` is ``preassembly_may_overflow`` only when the fresh tail alone exceeds
-        the budget (``diagnostics`` then says so).
+        The result; ``estimated_tokens`` is the sum of the returned messages' token counts, which
+        exceeds the budget only when the fresh tail alone does (``diagnostics`` then says so). The
+        prompt authority stays ``assembled``: this view hides no overflow risk of the raw history,
+        and ``preassembly_may_overflow`` would make the host's precheck weigh the whole un-windowed
+        history, which fails every turn of a long session.
     """
     views = [_view(e, plan) for e in entries]
     tail_at = fresh_tail_start(
@@ -267,6 +269,5 @@ def build_assembly(entries: Sequence[ContextEntry], plan: AssemblyPlan, counter:
         messages=messages,
         estimated_tokens=estimated,
         system_prompt_addition=addition,
-        prompt_authority="preassembly_may_overflow" if overflow else "assembled",
         diagnostics=diagnostics,
     )

@@ -108,7 +108,9 @@ async def test_tail_overflow_is_reported(store: Store) -> None:
     await host_persist(store, KEY, conversation(3))
     engine = make_engine(store, statelessSessionPatterns=[KEY], freshTailCount=64)
     result = await assemble(engine, store, 50)
-    assert result.prompt_authority == "preassembly_may_overflow"
+    # Reported in the estimate and diagnostics; the raw history is not what overflows, so no
+    # `preassembly_may_overflow` (that would make the host precheck the whole un-windowed history).
+    assert result.prompt_authority == "assembled"
     assert result.estimated_tokens > 50 and result.estimated_tokens == true_tokens(store, result)
     assert "may overflow" in (result.system_prompt_addition or "")
     assert result.diagnostics["tail_overflow"] is True  # type: ignore[attr-defined]

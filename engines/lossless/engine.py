@@ -74,6 +74,14 @@ def _observed_prompt_tokens(messages: list[AgentMessage]) -> int:
     return 0
 
 
+def _trigger_of(params: CompactParams, target: str) -> str:
+    # The host names why it compacts (overflow, manual, budget) in runtimeContext; audit that.
+    named = (params.runtime_context or {}).get("trigger")
+    if isinstance(named, str) and named:
+        return named
+    return params.force_reason or ("manual" if params.force else target)
+
+
 class LosslessContextEngine:
     """Lossless Context Management: a DAG of summaries over an immutable message store."""
 
@@ -240,7 +248,7 @@ class LosslessContextEngine:
             params.token_budget or DEFAULT_TOKEN_BUDGET,
             target,
             force=params.force,
-            trigger=params.force_reason or ("manual" if params.force else target),
+            trigger=_trigger_of(params, target),
             observed=params.current_token_count or 0,
             instructions=params.custom_instructions or "",
             abort=params.abort_signal,

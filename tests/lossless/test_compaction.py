@@ -19,7 +19,7 @@ from lcm_helpers import (
     tool_result,
     user,
 )
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from engines.lossless.assemble import fresh_tail_start
 from engines.lossless.compaction import PlanItem, plan_condensed_pass, plan_leaf_pass
@@ -30,6 +30,7 @@ from openclaw_ctx.contract import AfterTurnParams, CompactParams, EngineContext
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
+from openclaw_ctx.store.models import Compaction
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest
 
@@ -196,6 +197,24 @@ async def test_budget_target_compacts_until_under_and_goes_deep(store: Store) ->
     assert result.result.tokens_after is not None and result.result.tokens_after <= 1200
     assert max(r["depth"] for r in await summary_rows(store, KEY)) >= 2
     assert await reachable_message_ids(store, KEY) == await all_message_ids(store, KEY)
+
+
+@pytest.mark.parametrize(
+    ("context", "force", "expected"),
+    [({"trigger": "overflow"}, True, "overflow"), (None, True, "manual"), (None, False, "budget")],
+)
+async def test_audit_row_names_the_hosts_trigger(
+    store: Store, context: dict[str, str] | None, force: bool, expected: str
+) -> None:
+    await host_persist(store, KEY, conversation(40))
+    engine = make_engine(store)
+    sid = await active_id(store, KEY)
+    params = CompactParams(session_id=sid, session_key=KEY, token_budget=1200, compaction_target="budget", force=force)
+    result = await engine.compact(params.model_copy(update={"runtime_context": context}))
+    assert result.compacted
+    async with store.read() as conn:
+        triggers = (await conn.execute(select(Compaction.trigger).where(Compaction.session_key == KEY))).scalars()
+        assert list(triggers) == [expected]
 
 
 class ReplySummarizer:

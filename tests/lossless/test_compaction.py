@@ -209,8 +209,15 @@ async def test_audit_row_names_the_hosts_trigger(
     await host_persist(store, KEY, conversation(40))
     engine = make_engine(store)
     sid = await active_id(store, KEY)
-    params = CompactParams(session_id=sid, session_key=KEY, token_budget=1200, compaction_target="budget", force=force)
-    result = await engine.compact(params.model_copy(update={"runtime_context": context}))
+    params = CompactParams(
+        session_id=sid,
+        session_key=KEY,
+        token_budget=1200,
+        compaction_target="budget",
+        force=force,
+        runtime_context=context,
+    )
+    result = await engine.compact(params)
     assert result.compacted
     async with store.read() as conn:
         triggers = (await conn.execute(select(Compaction.trigger).where(Compaction.session_key == KEY))).scalars()

@@ -125,6 +125,34 @@ def test_lossless_replay_recalls_every_planted_fact(tmp_path: Path) -> None:
     assert checks["deep check"]["status"] == "ok", checks["deep check"]
 
 
+def test_switching_a_key_legacy_lossless_legacy_keeps_every_message(tmp_path: Path) -> None:
+    """The same key runs on legacy, then lossless-claw (adopting legacy's context), then legacy again."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    # Cut at user turns, so no slice ends between a tool call and its result.
+    user_lines = [i for i, line in enumerate(lines) if '"role":"user"' in line.replace(" ", "")]
+    cuts = [user_lines[len(user_lines) // 3], user_lines[2 * len(user_lines) // 3], len(lines)]
+    db = tmp_path / "switch.db"
+    engines = ["legacy", "lossless-claw", "legacy"]
+    for n, (engine, cut) in enumerate(zip(engines, cuts, strict=True)):
+        part = tmp_path / f"part{n}.jsonl"
+        part.write_text("".join(lines[:cut]), encoding="utf-8")
+        proc = run_cli("--db", str(db), "replay", str(part), "--engine", engine, "--budget", "16000", "--key", "sw")
+        assert proc.returncode == 0, proc.stderr
+
+    transcript = read_transcript(EXAMPLE)
+    expected = {e.id for e in transcript.active_branch() if not isinstance(e, CompactionEntry) and context_message(e)}
+    conn = sqlite3.connect(db)
+    stored = [r[0] for r in conn.execute("SELECT entry_id FROM messages WHERE session_key = 'sw'")]
+    assert sorted(stored) == sorted(expected), "every transcript message stored exactly once, nothing added"
+    by_engine = dict(conn.execute("SELECT engine_id, count(*) FROM compactions WHERE compacted = 1 GROUP BY 1"))
+    assert by_engine.get("legacy", 0) > 0 and by_engine.get("lossless-claw", 0) > 0, by_engine
+    all_ids = {r[0] for r in conn.execute("SELECT message_id FROM messages WHERE session_key = 'sw'")}
+    assert {r[0] for r in conn.execute(REACHABLE, {"key": "sw"})} == all_ids
+    doctor = run_cli("--db", str(db), "doctor", "--deep", "--json")
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["deep check"]["status"] == "ok", checks["deep check"]
+
+
 def test_replay_twice_adds_nothing(tmp_path: Path) -> None:
     db = tmp_path / "twice.db"
     first = run_cli("--db", str(db), "replay", str(EXAMPLE), "--budget", "64000", "--json")

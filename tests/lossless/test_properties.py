@@ -121,11 +121,14 @@ async def _check_assembly(store: Store, engine: LosslessContextEngine, budget: i
     true = sum(message_token_count(m, store.counter) for m in result.messages)
     assert result.estimated_tokens == true
     diagnostics = result.diagnostics  # type: ignore[attr-defined]
-    if result.prompt_authority == "assembled":
-        assert true <= budget
-    else:
-        assert diagnostics["tail_overflow"] and diagnostics["tail_tokens"] > budget
+    assert result.prompt_authority == "assembled"
+    if diagnostics["tail_overflow"]:
+        # Over the budget only by the protected tail, and it says so.
+        assert diagnostics["tail_tokens"] > budget
+        assert diagnostics["evicted_items"] == diagnostics["items"] - diagnostics["tail_items"]
         assert "may overflow" in (result.system_prompt_addition or "")
+    else:
+        assert true <= budget
 
 
 async def _scenario(steps: list[tuple[str, int]], legacy: bool, folder: Path) -> None:

@@ -29,7 +29,7 @@ from openclaw_ctx.contract import AbortSignal
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, flatten_text, tool_call_ids
 from openclaw_ctx.store.repo import NewSummary, new_summary_id
-from openclaw_ctx.summarize.base import Summarizer, SummaryRequest
+from openclaw_ctx.summarize.base import Summarizer, SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.fallback import deterministic_fallback, truncate_to_tokens
 from openclaw_ctx.tokens import TokenCounter
 
@@ -183,14 +183,17 @@ class _Summarized:
     fallback_level: str
 
 
-async def _attempt(summarizer: Summarizer, request: SummaryRequest) -> str | None:
+async def _attempt(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutput | None:
+    # `summaryTimeoutMs` bounds every summarizer, whatever its own transport does: a hung call
+    # escalates like a failed one instead of holding the key's lock forever.
     try:
-        out = await summarizer.summarize(request)
+        async with asyncio.timeout(request.timeout_s):
+            out = await summarizer.summarize(request)
     except SummarizerAuthError:
         raise
     except (SummarizerError, TimeoutError):
         return None
-    return out.text.strip() or None
+    return out if out.text.strip() else None
 
 
 def _with_footer(text: str, fallback_topics: str) -> str:
@@ -200,18 +203,18 @@ def _with_footer(text: str, fallback_topics: str) -> str:
 async def _summarize(
     summarizer: Summarizer,
     counter: TokenCounter,
-    config: LosslessConfig,
+    settings: SweepSettings,
     *,
     depth: int,
     leaf: bool,
     source: str,
     previous: str | None,
-    call_instructions: str,
     topics: str,
     room: int,
 ) -> _Summarized:
     # `room`: what the sources cost in context minus the new node's XML wrapper. A summary is only
     # accepted when it is smaller than that, so every pass shrinks the context (convergence).
+    config, call_instructions = settings.config, settings.call_instructions
     input_tokens = counter.count(source)
     limit = max(1, min(input_tokens, room))
     target = 0
@@ -249,16 +252,23 @@ async def _summarize(
             custom_instructions="\n".join(p for p in (config.custom_instructions, call_instructions) if p) or None,
             depth=depth,
             aggressive=aggressive,
+            timeout_s=config.summary_timeout_ms / 1000,
+            # Provider summarizers count their spend guard per session key.
+            metadata={"session_key": settings.session_key} if settings.session_key else {},
         )
-        text = await _attempt(summarizer, request)
-        if text is None or counter.count(text) >= limit:
+        out = await _attempt(summarizer, request)
+        if out is None:
             continue
+        text = out.text.strip()
         tokens = counter.count(text)
+        if tokens >= limit:
+            continue
         cap = int(config.summary_max_overage_factor * target)
         if tokens > cap:
             text = truncate_to_tokens(text, target, counter).rstrip() + f"\n[Capped from {tokens} tokens to ~{target}]"
             level = "capped"
-        return _Summarized(_with_footer(text, topics), summarizer.name, config.summary_model or None, level)
+        model = out.model or config.summary_model or None
+        return _Summarized(_with_footer(text, topics), out.summarizer or summarizer.name, model, level)
     cap = min(config.fallback_max_tokens, max(64, limit // 2))
     text = deterministic_fallback(source, cap, counter)
     return _Summarized(_with_footer(text, topics), "deterministic-fallback", None, "fallback")
@@ -304,6 +314,7 @@ class SweepSettings:
     force: bool = False
     call_instructions: str = ""
     abort_signal: AbortSignal | None = None
+    session_key: str = ""
 
 
 @dataclass
@@ -392,12 +403,11 @@ class _Sweeper:
         done = await _summarize(
             self.summarizer,
             self.counter,
-            self.c,
+            self.s,
             depth=0,
             leaf=True,
             source=source,
             previous=self._previous(start, None),
-            call_instructions=self.s.call_instructions,
             topics=_leaf_topics(chunk),
             room=sum(i.tokens for i in chunk) - self._overhead(0, [], chunk),
         )
@@ -425,12 +435,11 @@ class _Sweeper:
         done = await _summarize(
             self.summarizer,
             self.counter,
-            self.c,
+            self.s,
             depth=depth,
             leaf=False,
             source=source,
             previous=self._previous(start, 0) if depth == 1 else None,
-            call_instructions=self.s.call_instructions,
             topics=f"the details of {len(run)} depth-{depth - 1} summaries",
             room=sum(i.tokens for i in run) - self._overhead(depth, [str(i.ref) for i in run], run),
         )

@@ -33,7 +33,6 @@ _ACCEPTED_UNUSED = frozenset(
         "databasePath",
         "dbPath",
         "largeFilesDir",
-        "summaryTimeoutMs",
         "delegationTimeoutMs",
         "enableSummaryThinking",
         "expansionModel",
@@ -45,6 +44,25 @@ _ACCEPTED_UNUSED = frozenset(
         "dynamicLeafChunkTokens",
         "timezone",
         "independentLogFile",
+        # Reference behaviour this port does differently or leaves to the host / provider layer.
+        "contextThresholdOverrides",
+        "bootstrapMaxTokens",
+        "newSessionRetainDepth",
+        "promptAwareEviction",
+        "stubLargeToolPayloads",
+        "circuitBreakerThreshold",
+        "circuitBreakerCooldownMs",
+        "summaryCallWindowMs",
+        "summaryMaxCallsPerWindow",
+        "summarySpendBackoffMs",
+        "summaryBaseUrl",
+        "pruneHeartbeatOk",
+        "transcriptGcEnabled",
+        "autoRotateSessionFiles",
+        "hostFallbackMode",
+        "stripInjectedContextTags",
+        "replayFloodThresholdExternal",
+        "replayFloodThresholdInternal",
     }
 )
 # Old names of current keys.
@@ -80,7 +98,13 @@ class LosslessConfig(BaseModel):
     sweep_deadline_ms: int = Field(120000, ge=1)
     compact_until_under_deadline_ms: int = Field(300000, ge=1)
     summary_max_overage_factor: float = Field(3, gt=1)
-    fallback_max_tokens: int = Field(512, ge=16)
+    summary_timeout_ms: int = Field(60000, ge=1)
+    """Bound on one summarizer call; a call that takes longer escalates like a failed one."""
+    summary_prefix_target_tokens: int | None = Field(None, ge=1)
+    """Summary tokens outside the tail a normal sweep condenses down to (derived when unset)."""
+    max_assembly_token_budget: int | None = Field(None, ge=1)
+    """Cap on the host's token budget for assembly and compaction."""
+    fallback_max_tokens: int = Field(512, ge=64)
     max_expand_tokens: int = Field(4000, ge=1)
     large_file_token_threshold: int = Field(25000, ge=1)
     ignore_session_patterns: list[str] = Field(default_factory=list)
@@ -95,8 +119,15 @@ class LosslessConfig(BaseModel):
         """floor(contextThreshold × budget)."""
         return int(self.context_threshold * budget)
 
+    def budget(self, token_budget: int | None, default: int) -> int:
+        """The host's token budget (`default` when it sent none), capped by `maxAssemblyTokenBudget`."""
+        budget = token_budget or default
+        return min(budget, self.max_assembly_token_budget) if self.max_assembly_token_budget else budget
+
     def summary_prefix_target(self, budget: int) -> int:
         """Summary tokens outside the tail a normal sweep condenses down to."""
+        if self.summary_prefix_target_tokens is not None:
+            return self.summary_prefix_target_tokens
         return max(self.condensed_target_tokens, min(self.leaf_chunk_tokens, self.threshold_tokens(budget) // 2))
 
     def tail_max_tokens(self, budget: int) -> int:

@@ -181,7 +181,7 @@ class LosslessContextEngine:
             )
             stored = await repo.context_tokens(conn, session.session_id)
             observed = _observed_prompt_tokens(params.messages[params.pre_prompt_message_count :])
-            budget = params.token_budget or DEFAULT_TOKEN_BUDGET
+            budget = self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET)
             pressure = max(stored, observed)
             if pressure <= self.config.threshold_tokens(budget):
                 return
@@ -212,7 +212,7 @@ class LosslessContextEngine:
             return None
         result = await self._compact(
             session_key,
-            int(debt.get("token_budget") or DEFAULT_TOKEN_BUDGET),
+            self.config.budget(int(debt.get("token_budget") or 0), DEFAULT_TOKEN_BUDGET),
             "threshold",
             force=False,
             trigger="deferred",
@@ -245,7 +245,7 @@ class LosslessContextEngine:
         target = params.compaction_target or ("budget" if params.force_reason == "preflight_required" else "threshold")
         return await self._compact(
             key,
-            params.token_budget or DEFAULT_TOKEN_BUDGET,
+            self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET),
             target,
             force=params.force,
             trigger=_trigger_of(params, target),
@@ -326,7 +326,13 @@ class LosslessContextEngine:
                     result=CompactResultDetail(tokens_before=before, tokens_after=before),
                 )
             settings = SweepSettings(
-                self.config, budget, "budget" if target == "budget" else "threshold", force, instructions, abort
+                self.config,
+                budget,
+                "budget" if target == "budget" else "threshold",
+                force,
+                instructions,
+                abort,
+                session_key=key,
             )
             try:
                 outcome = await sweep(items, settings, self.summarizer, self.counter)
@@ -445,7 +451,7 @@ class LosslessContextEngine:
         key = params.session_key or params.session_id
         if self.config.is_ignored(key):
             return AssembleResult(messages=params.messages, estimated_tokens=0)
-        budget = params.token_budget or DEFAULT_TOKEN_BUDGET
+        budget = self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET)
         sid, entries, plan = await self._load_for_assembly(key, params.session_id)
         stored = sum(plan.rendered[e.summary_id].tokens if e.summary_id is not None else e.token_count for e in entries)
         if stored > budget and self._writes_allowed(key):

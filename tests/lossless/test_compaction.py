@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -273,6 +274,46 @@ async def test_aggressive_result_is_marked(store: Store) -> None:
     assert rows and {r["fallback_level"] for r in rows} == {"aggressive"}
     assert all(r["content"].startswith("short summary") and EXPAND_FOOTER in r["content"] for r in rows)
     assert provider.requests[0].system_prompt and "SECURITY" in provider.requests[0].system_prompt
+
+
+async def test_rows_name_the_model_that_answered_and_requests_carry_the_key(store: Store) -> None:
+    await host_persist(store, KEY, conversation(6))
+
+    class Named(ReplySummarizer):
+        async def summarize(self, request: SummaryRequest) -> SummaryOutput:
+            self.requests.append(request)
+            return SummaryOutput(text="brief", summarizer="openai", model="gpt-summary-1")
+
+    provider = Named()
+    engine = create_engine(EngineContext(config={**SMALL, "sweepMaxDepth": 0}, store=store, summarizer=provider))
+    sid = await active_id(store, KEY)
+    assert (
+        await engine.compact(CompactParams(session_id=sid, session_key=KEY, token_budget=100, force=True))
+    ).compacted
+    rows = await summary_rows(store, KEY)
+    assert rows and {(r["summarizer"], r["model"]) for r in rows} == {("openai", "gpt-summary-1")}
+    assert {r.metadata.get("session_key") for r in provider.requests} == {KEY}
+    assert {r.timeout_s for r in provider.requests} == {60.0}
+
+
+async def test_a_hung_summarizer_is_timed_out_into_the_marked_fallback(store: Store) -> None:
+    await host_persist(store, KEY, conversation(6))
+
+    class Hung(ReplySummarizer):
+        async def summarize(self, request: SummaryRequest) -> SummaryOutput:
+            self.requests.append(request)
+            await asyncio.Event().wait()  # never answers
+            raise AssertionError("unreachable")
+
+    provider = Hung()
+    config = {**SMALL, "sweepMaxDepth": 0, "summaryTimeoutMs": 20}
+    engine = create_engine(EngineContext(config=config, store=store, summarizer=provider))
+    sid = await active_id(store, KEY)
+    result = await engine.compact(CompactParams(session_id=sid, session_key=KEY, token_budget=100, force=True))
+    assert result.ok and result.compacted
+    assert [r.aggressive for r in provider.requests[:2]] == [False, True], "timed out, then escalated"
+    rows = await summary_rows(store, KEY)
+    assert rows and all(r["fallback_level"] == "fallback" and "[Truncated from" in r["content"] for r in rows)
 
 
 async def test_auth_failure_writes_nothing(store: Store) -> None:

@@ -88,7 +88,28 @@ def test_bad_env_value_is_named() -> None:
 
 
 def test_reference_only_keys_are_accepted() -> None:
-    assert resolve_config({"databasePath": "/x/lcm.db", "summaryTimeoutMs": 1}, env={}) == resolve_config(None, env={})
+    copied = {
+        "databasePath": "/x/lcm.db",
+        "contextThresholdOverrides": [{"model": "gpt-*", "contextThreshold": 0.6}],
+        "bootstrapMaxTokens": 6000,
+        "promptAwareEviction": False,
+        "circuitBreakerThreshold": 5,
+        "summaryMaxCallsPerWindow": 24,
+        "autoRotateSessionFiles": {"enabled": True},
+        "replayFloodThresholdExternal": 3,
+    }
+    assert resolve_config(copied, env={}) == resolve_config(None, env={})
+
+
+def test_summary_timeout_prefix_target_and_assembly_cap_are_settings() -> None:
+    c = resolve_config(
+        {"summaryTimeoutMs": 1500, "summaryPrefixTargetTokens": 900, "maxAssemblyTokenBudget": 50_000}, env={}
+    )
+    assert c.summary_timeout_ms == 1500 and c.summary_prefix_target(128_000) == 900
+    assert c.budget(200_000, 128_000) == 50_000 and c.budget(None, 128_000) == 50_000 and c.budget(8_000, 1) == 8_000
+    assert resolve_config(None, env={}).budget(None, 128_000) == 128_000
+    with pytest.raises(ConfigError, match="fallbackMaxTokens"):
+        resolve_config({"fallbackMaxTokens": 32}, env={})
 
 
 def test_not_an_object_is_refused() -> None:

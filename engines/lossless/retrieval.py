@@ -24,12 +24,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless import fts
 from engines.lossless.fts import RecallQueryError, SearchRow
+from engines.lossless.large_content import load_large_content
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.store.store import Store
 
 __all__ = [
     "ExpandEntry",
     "ExpandResult",
+    "FileDescription",
     "GrepHit",
     "GrepHits",
     "ManifestLine",
@@ -437,6 +439,23 @@ class MessageDescription:
         return {"kind": "message", **camel_keys(asdict(self), keep=("row",))}
 
 
+@dataclass(frozen=True)
+class FileDescription:
+    """Externalised large content (``file_…``): metadata, the stub the model saw and, when asked, the text."""
+
+    id: str
+    row: dict[str, Any]
+    stub: str
+    content: str | None
+    """The original text, at most `FILE_CONTENT_CAP_BYTES` of it; None unless asked for."""
+    truncated: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: camelCase keys; `row` keeps its column names."""
+        return {"kind": "file", **camel_keys(asdict(self), keep=("row",))}
+
+
+FILE_CONTENT_CAP_BYTES = 32_768
 MANIFEST_LINES = 100
 
 _SUMMARY_ROW_SQL = text(
@@ -459,24 +478,49 @@ _MESSAGE_ROW_SQL = text(
 
 
 async def describe(
-    source: Source, item_id: str | int, *, token_cap: int | None = None
-) -> SummaryDescription | MessageDescription:
-    """Describe a summary (``sum_…``) or a message (``msg_<n>`` or its integer id).
+    source: Source, item_id: str | int, *, token_cap: int | None = None, expand_file: bool = False
+) -> SummaryDescription | MessageDescription | FileDescription:
+    """Describe a summary (``sum_…``), a message (``msg_<n>`` or its integer id) or large content (``file_…``).
 
     For a summary: metadata, sources, children, and a subtree manifest giving, per descendant, the
-    cost to expand it summaries-only and with messages, and whether that fits `token_cap`.
+    cost to expand it summaries-only and with messages, and whether that fits `token_cap`. For large
+    content: its metadata and stub, plus (with `expand_file`) the original text up to 32 KB.
 
     Raises:
-        NotFoundError: no such summary or message.
-        RecallQueryError: the id is neither form.
+        NotFoundError: no such summary, message or file.
+        RecallQueryError: the id is none of these forms.
     """
     async with reading(source) as conn:
         if isinstance(item_id, str) and item_id.strip().startswith("sum_"):
             return await _describe_summary(conn, item_id.strip(), token_cap)
+        if isinstance(item_id, str) and item_id.strip().startswith("file_"):
+            return await _describe_file(conn, item_id.strip(), expand_file)
         message_id = parse_message_id(item_id)
         if message_id is None:
-            raise RecallQueryError(f"{item_id!r} is not a summary id (sum_…) or a message id (msg_<n>)")
+            raise RecallQueryError(
+                f"{item_id!r} is not a summary id (sum_…), a message id (msg_<n>) or a large-content id (file_…)"
+            )
         return await _describe_message(conn, message_id)
+
+
+async def _describe_file(conn: AsyncConnection, file_id: str, expand_file: bool) -> FileDescription:
+    record = await load_large_content(conn, file_id)
+    row = {
+        "file_id": record.file_id,
+        "session_key": record.session_key,
+        "message_id": f"msg_{record.message_id}",
+        "kind": record.kind,
+        "name": record.name,
+        "mime_type": record.mime_type,
+        "byte_size": record.byte_size,
+        "token_count": record.token_count,
+    }
+    content, truncated = None, False
+    if expand_file:
+        data = record.content.encode("utf-8")
+        truncated = len(data) > FILE_CONTENT_CAP_BYTES
+        content = data[:FILE_CONTENT_CAP_BYTES].decode("utf-8", "ignore") if truncated else record.content
+    return FileDescription(id=file_id, row=row, stub=record.stub, content=content, truncated=truncated)
 
 
 async def _describe_summary(conn: AsyncConnection, summary_id: str, token_cap: int | None) -> SummaryDescription:

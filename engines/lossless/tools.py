@@ -72,8 +72,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "lcm_describe": {
         "type": "object",
         "properties": {
-            "id": {"type": "string", "description": "A summary id (sum_…) or a message id (msg_<n>)."},
+            "id": {
+                "type": "string",
+                "description": "A summary id (sum_…), a message id (msg_<n>) or a large-content id (file_…).",
+            },
             "tokenCap": {"type": "integer", "minimum": 1, "description": "Mark manifest entries that fit this cap."},
+            "expandFile": {
+                "type": "boolean",
+                "default": False,
+                "description": "For a file_… id: include its stored text (up to 32 KB).",
+            },
         },
         "required": ["id"],
         "additionalProperties": False,
@@ -227,7 +235,9 @@ class _Recall:
         return "\n".join(lines)
 
     async def describe(self, args: dict[str, Any]) -> str:
-        found = await retrieval.describe(self.store, args["id"], token_cap=args.get("tokenCap"))
+        found = await retrieval.describe(
+            self.store, args["id"], token_cap=args.get("tokenCap"), expand_file=bool(args.get("expandFile"))
+        )
         await self._check_scope(found.row["session_key"])
         return _render_description(found)
 
@@ -321,8 +331,20 @@ def _hit_line(h: retrieval.GrepHit) -> str:
     return f"{head}\n  {h.snippet}"
 
 
-def _render_description(found: retrieval.SummaryDescription | retrieval.MessageDescription) -> str:
+def _render_description(
+    found: retrieval.SummaryDescription | retrieval.MessageDescription | retrieval.FileDescription,
+) -> str:
     row = found.row
+    if isinstance(found, retrieval.FileDescription):
+        head = (
+            f"LCM_FILE {found.id}\nmeta key={row['session_key']} message={row['message_id']} kind={row['kind']} "
+            f"name={row['name']} mime={row['mime_type']} bytes={row['byte_size']} tok={row['token_count']}\n\n"
+            f"{found.stub}"
+        )
+        if found.content is None:
+            return head
+        cut = f" (first {retrieval.FILE_CONTENT_CAP_BYTES} bytes of {row['byte_size']})" if found.truncated else ""
+        return f"{head}\n\n--- content{cut} ---\n{found.content}"
     if isinstance(found, retrieval.MessageDescription):
         chain = " → ".join(c["id"] for c in found.covering) or "none (raw)"
         return (

@@ -86,24 +86,38 @@ def grep(
 
 
 async def _describe(
-    state: CliState, ref: str, token_cap: int | None
-) -> retrieval.SummaryDescription | retrieval.MessageDescription:
+    state: CliState, ref: str, token_cap: int | None, expand_file: bool
+) -> retrieval.SummaryDescription | retrieval.MessageDescription | retrieval.FileDescription:
     async with await _open(state) as store:
-        return await retrieval.describe(store, ref, token_cap=token_cap)
+        return await retrieval.describe(store, ref, token_cap=token_cap, expand_file=expand_file)
 
 
 def describe(
     ctx: typer.Context,
-    ref: str = typer.Argument(..., metavar="ID", help="A summary id (sum_…) or a message id (msg_<n> or <n>)."),
+    ref: str = typer.Argument(
+        ..., metavar="ID", help="A summary id (sum_…), a message id (msg_<n> or <n>) or a large-content id (file_…)."
+    ),
     token_cap: int = typer.Option(None, "--token-cap", min=1, help="Mark subtree nodes whose expansion fits."),
+    expand_file: bool = typer.Option(False, "--expand-file", help="For a file_… id: print its stored text (32 KB)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Show a summary's metadata, sources, children and subtree costs, or a message and what covers it."""
-    found = run(_describe(state_of(ctx), ref, token_cap))
+    """Show a summary (metadata, sources, children, subtree costs), a message and what covers it, or large content."""
+    found = run(_describe(state_of(ctx), ref, token_cap, expand_file))
     if as_json:
         _print_json(found.to_dict())
         return
     row = found.row
+    if isinstance(found, retrieval.FileDescription):
+        console.print(
+            f"[bold]{found.id}[/] {row['kind']} {escape(str(row['name']))} · {row['byte_size']} bytes · "
+            f"{row['token_count']} tok · {row['message_id']} · key {row['session_key']}"
+        )
+        console.print(escape(found.stub), highlight=False)
+        if found.content is not None:
+            cut = f" (first {retrieval.FILE_CONTENT_CAP_BYTES} bytes)" if found.truncated else ""
+            console.rule(f"content{cut}")
+            console.print(escape(found.content), highlight=False)
+        return
     if isinstance(found, retrieval.MessageDescription):
         chain = " → ".join(c["id"] for c in found.covering) or "none (still raw)"
         console.print(

@@ -187,3 +187,10 @@ async def test_large_tool_output_is_a_stub_and_stays_retrievable(store: Store) -
         original = (await conn.execute(text("SELECT text FROM messages WHERE entry_id='l2'"))).scalar_one()
     assert record.content == big == original
     assert stored.token_count == message_token_count(shown, store.counter)
+    # The stub's own instruction works: lcm_describe(id=file_…, expandFile=true) gives the text back.
+    describe = next(t for t in engine.tools(KEY) if t.name == "lcm_describe")
+    assert describe.handler is not None and "expandFile" in describe.parameters["properties"]
+    brief = await describe.handler({"id": match.group(1)})
+    assert brief.startswith(f"LCM_FILE {match.group(1)}") and "row_399" not in brief
+    full = await describe.handler({"id": match.group(1), "expandFile": True})
+    assert full.endswith(big) and "first 32768 bytes" not in full

@@ -147,6 +147,8 @@ async def replay_transcript(
                 compactions += sum(1 for c in result.compactions if c.ok and c.compacted)
             except ContextOverflowError:
                 failed += 1
+            # The reply is out; let deferred compaction finish so each turn's figures are settled.
+            compactions += sum(1 for c in await runtime.settle(key) if c.ok and c.compacted)
             leftovers: list[AgentMessage] = [*model.drain(), *tools.drain()]
             if leftovers:
                 await _persist_direct(store, runtime, key, leftovers, entry_of)

@@ -6,7 +6,8 @@ One turn:
   overflow precheck (skipped for engines that own compaction unless `preassembly_may_overflow`) →
   the model/tool loop → persist every new message (the host persists, whatever the engine) →
   `afterTurn`, or `ingestBatch`, or `ingest` one by one → built-in auto-compaction for engines that
-  do not own compaction.
+  do not own compaction → an owning engine's deferred compaction debt, paid in the background after
+  the reply (the next turn on the key waits for it; `settle()` and `dispose()` await it).
 
 Overflow recovery: up to 3 compactions through the engine's `compact()`, then one truncation of
 oversized tool results, then ContextOverflowError ("… Try /reset …"). Turns on one session key are
@@ -128,6 +129,8 @@ class Runtime:
         self.settings = _scaled_settings(config.agents.defaults.compaction, self.context_window)
         self.compaction_timeout_s = compaction_timeout_s or self.settings.timeout_seconds
         self._locks: dict[str, asyncio.Lock] = {}
+        # Deferred compaction paid after the reply, one task per key at most (see `settle`).
+        self._maintenance: dict[str, asyncio.Task[CompactResult | None]] = {}
         self._bootstrapped: set[tuple[str, str]] = set()
 
     @classmethod
@@ -258,9 +261,7 @@ class Runtime:
         auto = await self._auto_compact(key)
         if auto is not None:
             compactions.append(auto)
-        drained = await self._drain_debt(key)
-        if drained is not None:
-            compactions.append(drained)
+        self._schedule_drain(key)
         session = await self._session(key)
         return TurnResult(
             session_key=key,
@@ -471,17 +472,48 @@ class Runtime:
         except Exception as exc:  # finalization failure is reported, never loses the persisted turn
             log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
 
-    async def _drain_debt(self, key: str) -> CompactResult | None:
-        """Pay an owning engine's deferred compaction debt after the reply, not inside the next prompt."""
+    def _schedule_drain(self, key: str) -> None:
+        """Pay an owning engine's deferred compaction debt in the background, after the reply.
+
+        The reply does not wait for it (reference #313: 3.5–29 s per pass); the next turn on the key
+        does, through the key's lock, so it never assembles from a half-paid debt.
+        """
         drain = getattr(self.engine, "drain_debt", None)
         if not callable(drain) or getattr(self.engine, "quarantined", False):
-            return None
-        try:
-            result: CompactResult | None = await drain(key)
-        except Exception as exc:
-            log.warning("deferred compaction failed for %s: %s", key, exc)
-            return None
+            return
+        running = self._maintenance.get(key)
+        if running is not None and not running.done():
+            return  # it reads the debt when it runs, so it pays this turn's too
+        self._maintenance[key] = asyncio.create_task(self._drain_debt(key, drain))
+
+    async def _drain_debt(self, key: str, drain: Any) -> CompactResult | None:
+        async with self._lock(key):
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.compaction_timeout_s):
+                    result: CompactResult | None = await drain(key)
+            except Exception as exc:  # incl. the safety timeout: the debt stays recorded for the next try
+                log.warning("deferred compaction failed for %s: %s", key, exc or type(exc).__name__)
+                return None
+        if result is not None:
+            log.info(
+                "deferred compaction on %s: ok=%s compacted=%s in %.0f ms",
+                key,
+                result.ok,
+                result.compacted,
+                (time.perf_counter() - started) * 1000,
+            )
         return result
+
+    async def settle(self, session_key: str | None = None) -> list[CompactResult]:
+        """Wait for the background maintenance (deferred compaction) of one key, or of every key.
+
+        Returns:
+            What the finished drains did (those that had a debt to pay).
+        """
+        keys = [session_key] if session_key is not None else list(self._maintenance)
+        tasks = [task for k in keys if (task := self._maintenance.pop(k, None)) is not None]
+        return [r for r in await asyncio.gather(*tasks) if r is not None]
 
     async def _auto_compact(self, key: str) -> CompactResult | None:
         """The built-in auto-compaction for engines that do not own compaction."""
@@ -593,7 +625,8 @@ class Runtime:
             await self.engine.on_subagent_ended(SubagentEndedParams(child_session_key=child_session_key, reason=reason))
 
     async def dispose(self) -> None:
-        """Release the engine (gateway shutdown); the store is the caller's to close."""
+        """Finish background maintenance, then release the engine; the store is the caller's to close."""
+        await self.settle()
         if supports(self.engine, "dispose"):
             await self.engine.dispose()
 

@@ -129,6 +129,7 @@ class _Job:
     window: int
     counter: TokenCounter
     abort_signal: AbortSignal | None
+    session_key: str
     names: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
 
@@ -153,6 +154,8 @@ class _Job:
             prompt=prompt,
             previous_summary=previous,
             custom_instructions=self.custom_instructions,
+            # What a provider's spend guard counts calls against.
+            metadata={"session_key": self.session_key},
         )
         output = await _abortable(self.summarizer.summarize(request), self.abort_signal)
         self.names.append(output.summarizer)
@@ -364,7 +367,11 @@ async def compact_session(
         max(MIN_SUMMARIZER_WINDOW, token_budget or DEFAULT_SUMMARIZER_WINDOW),
         store.counter,
         abort_signal,
+        session.session_key,
     )
+    reset = getattr(summarizer, "reset_spend_guard", None)
+    if trigger == "manual" and callable(reset):
+        reset(session.session_key)  # an explicit /compact is the operator's call, not a runaway loop
     try:
         made = await _summarize(job, plan, previous or None, timeout_s)
     except SummarizerAuthError as exc:

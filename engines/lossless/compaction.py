@@ -29,7 +29,7 @@ from openclaw_ctx.contract import AbortSignal
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, flatten_text, tool_call_ids
 from openclaw_ctx.store.repo import NewSummary, new_summary_id
-from openclaw_ctx.summarize.base import Summarizer, SummaryRequest
+from openclaw_ctx.summarize.base import Summarizer, SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.fallback import deterministic_fallback, truncate_to_tokens
 from openclaw_ctx.tokens import TokenCounter
 
@@ -183,14 +183,14 @@ class _Summarized:
     fallback_level: str
 
 
-async def _attempt(summarizer: Summarizer, request: SummaryRequest) -> str | None:
+async def _attempt(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutput | None:
     try:
         out = await summarizer.summarize(request)
     except SummarizerAuthError:
         raise
     except (SummarizerError, TimeoutError):
         return None
-    return out.text.strip() or None
+    return out if out.text.strip() else None
 
 
 def _with_footer(text: str, fallback_topics: str) -> str:
@@ -209,6 +209,7 @@ async def _summarize(
     call_instructions: str,
     topics: str,
     room: int,
+    session_key: str | None = None,
 ) -> _Summarized:
     # `room`: what the sources cost in context minus the new node's XML wrapper. A summary is only
     # accepted when it is smaller than that, so every pass shrinks the context (convergence).
@@ -249,16 +250,21 @@ async def _summarize(
             custom_instructions="\n".join(p for p in (config.custom_instructions, call_instructions) if p) or None,
             depth=depth,
             aggressive=aggressive,
+            # What a provider's spend guard counts calls against.
+            metadata={"session_key": session_key} if session_key else {},
         )
-        text = await _attempt(summarizer, request)
-        if text is None or counter.count(text) >= limit:
+        out = await _attempt(summarizer, request)
+        text = out.text.strip() if out is not None else ""
+        if out is None or counter.count(text) >= limit:
             continue
         tokens = counter.count(text)
         cap = int(config.summary_max_overage_factor * target)
         if tokens > cap:
             text = truncate_to_tokens(text, target, counter).rstrip() + f"\n[Capped from {tokens} tokens to ~{target}]"
             level = "capped"
-        return _Summarized(_with_footer(text, topics), summarizer.name, config.summary_model or None, level)
+        # The row names whoever answered (a fallback provider, say) and the model it reported.
+        model = out.model or config.summary_model or None
+        return _Summarized(_with_footer(text, topics), out.summarizer or summarizer.name, model, level)
     cap = min(config.fallback_max_tokens, max(64, limit // 2))
     text = deterministic_fallback(source, cap, counter)
     return _Summarized(_with_footer(text, topics), "deterministic-fallback", None, "fallback")
@@ -304,6 +310,7 @@ class SweepSettings:
     force: bool = False
     call_instructions: str = ""
     abort_signal: AbortSignal | None = None
+    session_key: str | None = None
 
 
 @dataclass
@@ -400,6 +407,7 @@ class _Sweeper:
             call_instructions=self.s.call_instructions,
             topics=_leaf_topics(chunk),
             room=sum(i.tokens for i in chunk) - self._overhead(0, [], chunk),
+            session_key=self.s.session_key,
         )
         times = [t for i in chunk if (t := _iso(getattr(i.message, "timestamp", None)))]
         node = NewSummary(
@@ -433,6 +441,7 @@ class _Sweeper:
             call_instructions=self.s.call_instructions,
             topics=f"the details of {len(run)} depth-{depth - 1} summaries",
             room=sum(i.tokens for i in run) - self._overhead(depth, [str(i.ref) for i in run], run),
+            session_key=self.s.session_key,
         )
         early = [i.earliest_at for i in run if i.earliest_at]
         late = [i.latest_at for i in run if i.latest_at]

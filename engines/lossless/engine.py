@@ -318,7 +318,13 @@ class LosslessContextEngine:
                     result=CompactResultDetail(tokens_before=before, tokens_after=before),
                 )
             settings = SweepSettings(
-                self.config, budget, "budget" if target == "budget" else "threshold", force, instructions, abort
+                self.config,
+                budget,
+                "budget" if target == "budget" else "threshold",
+                force,
+                instructions,
+                abort,
+                session_key=key,
             )
             try:
                 outcome = await sweep(items, settings, self.summarizer, self.counter)

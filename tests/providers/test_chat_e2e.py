@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, Reply, Status, serve
+from loopback import LoopbackServer, Reply, Slow, Status, serve
 
 PLANTED = "the vault code is zanzibar-42"
 
@@ -234,4 +235,37 @@ def test_chat_on_a_pseudo_terminal(db_path: Path, loopback: LoopbackServer) -> N
     assert rows(db_path, "SELECT role, text FROM messages ORDER BY seq") == [
         ("user", "hello from a terminal"),
         ("assistant", "echo: hello from a terminal"),
+    ]
+
+
+def test_ctrl_c_cancels_the_turn_not_the_chat(db_path: Path, loopback: LoopbackServer) -> None:
+    loopback.script(Slow(60))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openclaw_ctx", "--db", str(db_path), "chat", "--key", "k", "--model", "openai/m"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **provider_env("openai", loopback)},
+    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write("this one hangs\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 120  # a hang guard, not a timing assertion
+        while not loopback.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert loopback.requests, "the turn reached the provider"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate("after the interrupt\n", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "interrupted: the turn was cancelled" in err and "Traceback" not in err
+    assert "echo: after the interrupt" in out
+    assert rows(db_path, "SELECT text FROM messages ORDER BY seq") == [
+        ("after the interrupt",),
+        ("echo: after the interrupt",),
     ]

@@ -61,11 +61,11 @@ def chat(
         "--model",
         "-m",
         help="provider/model, e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3.1 "
-        "[default: agents.defaults.model].",
+        "\\[default: agents.defaults.model].",
         show_default=False,
     ),
     budget: int = typer.Option(
-        None, "--budget", "-b", min=1_000, help="Context window in tokens [default: the model's].", show_default=False
+        None, "--budget", "-b", min=1_000, help="Context window in tokens \\[default: the model's].", show_default=False
     ),
     system: str = typer.Option(DEFAULT_SYSTEM_PROMPT, "--system", help="System prompt."),
 ) -> None:

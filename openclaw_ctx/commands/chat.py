@@ -12,7 +12,9 @@ a command is working: Ctrl-C while typing leaves the chat, Ctrl-C during a turn 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,6 +125,9 @@ def _providers(config: OpenClawConfig) -> tuple[Model | None, Summarizer]:
 
 
 def _loop(runner: asyncio.Runner, session: ChatSession) -> None:
+    if sys.stdin.isatty():
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401 - line editing and history for input() on a terminal
     while True:
         try:
             line = input("you> ")

@@ -269,3 +269,22 @@ def test_ctrl_c_cancels_the_turn_not_the_chat(db_path: Path, loopback: LoopbackS
         ("after the interrupt",),
         ("echo: after the interrupt",),
     ]
+
+
+def test_the_model_uses_the_engines_recall_tools_through_the_chat(db_path: Path, loopback: LoopbackServer) -> None:
+    loopback.script(
+        Reply(text=answer),
+        Reply(text="", tool_calls=[("toolu_1", "lcm_grep", {"pattern": "zanzibar"})]),
+        Reply(text="Found it in your first message."),
+    )
+    env = provider_env("anthropic", loopback)
+    args = ("--key", "tools", "--engine", "lossless-claw", "--model", "anthropic/claude-tools")
+    result = chat(db_path, [f"Remember: {PLANTED}", "What was the vault code?"], env, *args)
+    assert result.returncode == 0, result.stderr
+    assert "→ lcm_grep {'pattern': 'zanzibar'}" in result.stdout
+    assert "← lcm_grep done" in result.stdout and "Found it in your first message." in result.stdout
+    tool_result = loopback.requests[2].body["messages"][-1]
+    assert tool_result["role"] == "user" and tool_result["content"][0]["type"] == "tool_result"
+    assert "zanzibar" in str(tool_result["content"][0]["content"])
+    roles = [r for (r,) in rows(db_path, "SELECT role FROM messages ORDER BY seq")]
+    assert roles == ["user", "assistant", "user", "assistant", "toolResult", "assistant"]

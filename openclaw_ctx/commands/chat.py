@@ -17,7 +17,7 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -77,8 +77,7 @@ def chat(
         config = _chat_config(state, engine, model)
         turn_model, summarizer = _providers(config)
     except OpenClawCtxError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.detail)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
+        _fail(exc)
     if turn_model is None:
         from openclaw_ctx.providers.settings import CONFIGURE_HELP
 
@@ -88,13 +87,19 @@ def chat(
         try:
             session = runner.run(ChatSession.open(state, config, turn_model, summarizer, key, budget, system))
         except OpenClawCtxError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(exc.detail)}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from exc
+            _fail(exc)
         try:
             runner.run(session.banner())
             _loop(runner, session)
+        except OpenClawCtxError as exc:
+            _fail(exc)
         finally:
             runner.run(session.close())
+
+
+def _fail(exc: OpenClawCtxError) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {escape(exc.detail)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1) from exc
 
 
 def _chat_config(state: CliState, engine: str | None, model: str | None) -> OpenClawConfig:

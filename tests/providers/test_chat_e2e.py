@@ -288,3 +288,12 @@ def test_the_model_uses_the_engines_recall_tools_through_the_chat(db_path: Path,
     assert "zanzibar" in str(tool_result["content"][0]["content"])
     roles = [r for (r,) in rows(db_path, "SELECT role FROM messages ORDER BY seq")]
     assert roles == ["user", "assistant", "user", "assistant", "toolResult", "assistant"]
+
+
+def test_a_damaged_database_is_one_clear_line(db_path: Path, loopback: LoopbackServer) -> None:
+    db_path.write_bytes(b"this is not an sqlite database, just text" * 100)
+    result = chat(db_path, ["hello"], provider_env("openai", loopback), "--key", "k", "--model", "openai/m")
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("error:") and "Traceback" not in result.stderr
+    assert loopback.requests == []

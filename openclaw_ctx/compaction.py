@@ -48,7 +48,7 @@ from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import ContextItem, Summary
 from openclaw_ctx.store.repo import ContextEntry
 from openclaw_ctx.store.store import Store
-from openclaw_ctx.summarize.base import Summarizer, SummaryKind, SummaryRequest
+from openclaw_ctx.summarize.base import Summarizer, SummaryKind, SummaryRequest, reset_spend_guard
 from openclaw_ctx.summarize.fallback import deterministic_fallback
 from openclaw_ctx.summarize.prompts import (
     SYSTEM_PROMPT,
@@ -369,9 +369,8 @@ async def compact_session(
         abort_signal,
         session.session_key,
     )
-    reset = getattr(summarizer, "reset_spend_guard", None)
-    if trigger == "manual" and callable(reset):
-        reset(session.session_key)  # an explicit /compact is the operator's call, not a runaway loop
+    if trigger == "manual":
+        reset_spend_guard(summarizer, session.session_key)
     try:
         made = await _summarize(job, plan, previous or None, timeout_s)
     except SummarizerAuthError as exc:

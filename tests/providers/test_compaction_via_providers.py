@@ -16,12 +16,14 @@ from loopback import LoopbackServer, RecordingSleep, Reply, Status, serve
 
 from openclaw_ctx.compaction import compact_session
 from openclaw_ctx.config import CompactionSettings, OpenClawConfig, load_config
+from openclaw_ctx.errors import SummarizerError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_ctx.providers import RetryPolicy, SpendGuard
 from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer
 from openclaw_ctx.runtime import Runtime
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize.base import SummaryRequest
 
 FAST: dict[str, Any] = {"retry": RetryPolicy(base_delay_s=0.01, max_delay_s=0.02), "sleep": RecordingSleep()}
 
@@ -189,3 +191,31 @@ async def test_auth_failure_in_a_manual_compaction_writes_nothing(
     assert not result.ok and "auth" in (result.reason or "")
     with sqlite3.connect(db_path) as db:
         assert db.execute("SELECT count(*) FROM summaries").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("engine", ["legacy", "lossless-claw"])
+async def test_a_manual_compaction_clears_the_keys_spend_guard(
+    tmp_path: Path, db_path: Path, loopback: LoopbackServer, engine: str
+) -> None:
+    loopback.default = Reply(text=summary_text)
+    config = config_for(tmp_path, engine)
+    env = {**env_for("openai", loopback), "LCM_SUMMARY_MAX_CALLS_PER_WINDOW": "1"}
+    model = resolve_model(config, model="openai/gpt-g", env=env, **FAST)
+    summarizer = resolve_summarizer(config, model="openai/gpt-g", env=env, **FAST)
+    assert model is not None and summarizer is not None
+    key = "agent:main:guarded"
+    request = SummaryRequest(kind="leaf", source_text="x", target_tokens=50, metadata={"session_key": key})
+    await summarizer.summarize(request)
+    with pytest.raises(SummarizerError, match="spend guard"):
+        await summarizer.summarize(request)  # the key is now backing off
+    async with await Store.open(db_path) as store:
+        runtime = await Runtime.create(store, config=config, model=model, summarizer=summarizer, context_window=3000)
+        for n in range(12):
+            await runtime.run_turn(key, f"turn {n} about zanzibar " + "words " * 80)
+        calls = len(loopback.requests)
+        result = await runtime.compact(key)
+    assert result.ok and result.compacted, result.reason
+    assert len(loopback.requests) > calls, "the manual compaction reached the provider"
+    with sqlite3.connect(db_path) as db:
+        models = {m for (m,) in db.execute("SELECT model FROM summaries")}
+    assert "gpt-g" in models

@@ -297,3 +297,32 @@ def test_a_damaged_database_is_one_clear_line(db_path: Path, loopback: LoopbackS
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("error:") and "Traceback" not in result.stderr
     assert loopback.requests == []
+
+
+def test_the_model_and_provider_can_come_from_openclaw_json(
+    tmp_path: Path, db_path: Path, loopback: LoopbackServer
+) -> None:
+    config = tmp_path / "openclaw.json"
+    config.write_text(
+        f"""{{
+          agents: {{defaults: {{model: "local/qwen3-chat", contextWindow: 3000}}}},
+          models: {{providers: {{local: {{baseUrl: "{loopback.openai_url}", api: "openai-completions",
+                                          apiKey: "sk-from-config"}}}}}},
+        }}""",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "openclaw_ctx", "--db", str(db_path), "--config", str(config), "chat", "--key", "c"],
+        input="hi from config\n/status\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "model local/qwen3-chat" in result.stdout and "echo: hi from config" in result.stdout
+    assert re.search(r"summarizer:\s+local \(qwen3-chat\)", result.stdout)
+    assert re.search(r"context:\s+\d+ / 2,250 tokens", result.stdout)
+    assert loopback.requests[0].headers["authorization"] == "Bearer sk-from-config"
+    assert "sk-from-config" not in result.stdout + result.stderr

@@ -49,6 +49,7 @@ COMMAND_MODULES = [
     "openclaw_ctx.commands.turns",
     "openclaw_ctx.commands.transfer",
     "openclaw_ctx.commands.recall",
+    "openclaw_ctx.commands.chat",
 ]
 
 
@@ -77,14 +78,14 @@ def _global(
         None,
         "--db",
         envvar="OPENCLAW_CTX_DB",
-        help="SQLite database file [default: $OPENCLAW_STATE_DIR/openclaw-ctx.db, ~/.openclaw/openclaw-ctx.db].",
+        help="SQLite database file \\[default: $OPENCLAW_STATE_DIR/openclaw-ctx.db, ~/.openclaw/openclaw-ctx.db].",
         show_default=False,
     ),
     config: Path = typer.Option(
         None,
         "--config",
         envvar="OPENCLAW_CONFIG_PATH",
-        help="openclaw.json (JSON5) [default: $OPENCLAW_STATE_DIR/openclaw.json].",
+        help="openclaw.json (JSON5) \\[default: $OPENCLAW_STATE_DIR/openclaw.json].",
         show_default=False,
     ),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),

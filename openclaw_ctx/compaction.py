@@ -48,7 +48,7 @@ from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import ContextItem, Summary
 from openclaw_ctx.store.repo import ContextEntry
 from openclaw_ctx.store.store import Store
-from openclaw_ctx.summarize.base import Summarizer, SummaryKind, SummaryRequest
+from openclaw_ctx.summarize.base import Summarizer, SummaryKind, SummaryRequest, reset_spend_guard
 from openclaw_ctx.summarize.fallback import deterministic_fallback
 from openclaw_ctx.summarize.prompts import (
     SYSTEM_PROMPT,
@@ -129,6 +129,7 @@ class _Job:
     window: int
     counter: TokenCounter
     abort_signal: AbortSignal | None
+    session_key: str
     names: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
 
@@ -153,6 +154,8 @@ class _Job:
             prompt=prompt,
             previous_summary=previous,
             custom_instructions=self.custom_instructions,
+            # What a provider's spend guard counts calls against.
+            metadata={"session_key": self.session_key},
         )
         output = await _abortable(self.summarizer.summarize(request), self.abort_signal)
         self.names.append(output.summarizer)
@@ -364,7 +367,10 @@ async def compact_session(
         max(MIN_SUMMARIZER_WINDOW, token_budget or DEFAULT_SUMMARIZER_WINDOW),
         store.counter,
         abort_signal,
+        session.session_key,
     )
+    if trigger == "manual":
+        reset_spend_guard(summarizer, session.session_key)
     try:
         made = await _summarize(job, plan, previous or None, timeout_s)
     except SummarizerAuthError as exc:

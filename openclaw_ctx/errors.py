@@ -19,10 +19,14 @@
     │   └── SummarizerAuthError         never produces a summary row
     ├── CompactionError
     ├── ContextOverflowError            the prompt cannot be made to fit
+    ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
     └── AbortError                      the caller aborted the operation (never quarantines)
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
 
 __all__ = [
     "AbortError",
@@ -38,6 +42,8 @@ __all__ = [
     "MigrationRequiredError",
     "NotFoundError",
     "OpenClawCtxError",
+    "ProviderError",
+    "ProviderErrorKind",
     "ReadOnlyViolationError",
     "SchemaTooNewError",
     "StoreError",
@@ -120,6 +126,47 @@ class ContextOverflowError(OpenClawCtxError):
     def __init__(self, detail: str, kind: str = "context_overflow") -> None:
         super().__init__(detail)
         self.kind = kind
+
+
+ProviderErrorKind = Literal[
+    "auth",
+    "quota",
+    "rate_limit",
+    "server",
+    "connection",
+    "timeout",
+    "malformed",
+    "bad_request",
+    "context_overflow",
+    "circuit_open",
+    "spend_limit",
+    "empty",
+]
+
+
+class ProviderError(OpenClawCtxError):
+    """A provider call failed; `kind` classifies it, `attempts` holds every candidate's error after a fallback.
+
+    The fault policy for each kind (retried? trips the breaker? worth a fallback?) is in
+    ``openclaw_ctx.providers.resilience``.
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        kind: ProviderErrorKind,
+        provider: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+        attempts: Sequence[ProviderError] = (),
+    ) -> None:
+        super().__init__(detail)
+        self.kind: ProviderErrorKind = kind
+        self.provider = provider
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts = list(attempts)
 
 
 class AbortError(OpenClawCtxError):

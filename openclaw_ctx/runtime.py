@@ -195,6 +195,19 @@ class Runtime:
         """Tokens the prompt may use: window minus the compaction reserve."""
         return max(1, self.context_window - self.settings.effective_reserve())
 
+    async def session(self, session_key: str) -> repo.SessionRow:
+        """The key's active session, created on first use."""
+        return await self._session(session_key)
+
+    async def new_session(self, session_key: str, *, reason: str = "reset") -> repo.SessionRow:
+        """`/new` and `/reset`: archive the key's active session and start a fresh, empty one.
+
+        As in OpenClaw the key stays and the session id changes, so the model starts from nothing;
+        the old session's messages and summaries stay in the store and in recall across the key.
+        """
+        async with self._lock(session_key), self.store.transaction() as conn:
+            return await repo.start_fresh_session(conn, session_key, reason=reason, engine_id=self.engine.info.id)
+
     def _lock(self, session_key: str) -> asyncio.Lock:
         return self._locks.setdefault(session_key, asyncio.Lock())
 

@@ -50,7 +50,7 @@ from openclaw_ctx.model import ToolSpec
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Summary
 from openclaw_ctx.store.repo import ContextEntry, SessionRow
-from openclaw_ctx.summarize.base import Summarizer
+from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
 
 if TYPE_CHECKING:
     from engines.lossless.grants import GrantStore
@@ -243,6 +243,8 @@ class LosslessContextEngine:
         if self.config.is_stateless(key):
             return CompactResult(ok=True, compacted=False, reason="stateless session: lossless state is read-only")
         target = params.compaction_target or ("budget" if params.force_reason == "preflight_required" else "threshold")
+        if params.force_reason == "manual":
+            reset_spend_guard(self.summarizer, key)
         return await self._compact(
             key,
             self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET),

@@ -389,7 +389,7 @@ def sql(
     as_json: bool = typer.Option(False, "--json", help="Rows as a JSON array of objects."),
     as_csv: bool = typer.Option(False, "--csv", help="Rows as CSV with a header line."),
     explain: bool = typer.Option(False, "--explain", help="Print EXPLAIN QUERY PLAN instead of running it."),
-    limit: int = typer.Option(None, "--limit", min=1, help=f"At most N rows [default: {_TABLE_ROWS} for tables]."),
+    limit: int = typer.Option(None, "--limit", min=1, help=f"At most N rows \\[default: {_TABLE_ROWS} for tables]."),
 ) -> None:
     """Run one read-only SQL statement against the database (writes are refused before they run)."""
     if as_json and as_csv:

@@ -21,7 +21,7 @@ from openclaw_ctx.cli import CliState, console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
 from openclaw_ctx.store.store import Store
 
-__all__ = ["register"]
+__all__ = ["print_expansion", "print_grep_hits", "register"]
 
 
 async def _open(state: CliState) -> Store:
@@ -65,6 +65,11 @@ def grep(
     if as_json:
         _print_json({"hits": [h.to_dict() for h in hits], "strategy": hits.strategy, "complete": hits.complete})
         return
+    print_grep_hits(hits, pattern, sort)
+
+
+def print_grep_hits(hits: retrieval.GrepHits, pattern: str, sort: str = "recency") -> None:
+    """The human rendering of grep hits (the `grep` command and the chat's `/grep`)."""
     table = Table(title=f"{len(hits)} hit(s) for {pattern!r} ({hits.strategy}, {sort})")
     for column in ("id", "kind", "where"):
         table.add_column(column, no_wrap=True)
@@ -170,6 +175,11 @@ def expand(
     if as_json:
         _print_json(result.to_dict())
         return
+    print_expansion(result)
+
+
+def print_expansion(result: retrieval.ExpandResult) -> None:
+    """The human rendering of an expansion (the `expand` command and the chat's `/expand`)."""
     console.print(escape(result.render()), highlight=False, soft_wrap=True)
 
 

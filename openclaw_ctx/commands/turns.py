@@ -34,7 +34,7 @@ def replay(
     transcript: Path = typer.Argument(..., exists=True, dir_okay=False, help="OpenClaw JSONL (v3) transcript."),
     engine: str = typer.Option("legacy", "--engine", "-e", help="Engine to replay with: legacy or lossless-claw."),
     budget: int = typer.Option(32_000, "--budget", "-b", min=1_000, help="Context window in tokens."),
-    key: str = typer.Option(None, "--key", "-k", help="Session key to replay into [default: replay:<session id>]."),
+    key: str = typer.Option(None, "--key", "-k", help="Session key to replay into \\[default: replay:<session id>]."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Replay a transcript turn by turn through the runtime (the scripted model answers from it)."""

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from openclaw_ctx.errors import OpenClawCtxError
+from openclaw_ctx.errors import ProviderError, ProviderErrorKind
 
 __all__ = [
     "NO_FALLBACK",
@@ -27,47 +27,12 @@ __all__ = [
 T = TypeVar("T")
 C = TypeVar("C")
 
-ProviderErrorKind = Literal[
-    "auth",
-    "quota",
-    "rate_limit",
-    "server",
-    "connection",
-    "timeout",
-    "malformed",
-    "bad_request",
-    "context_overflow",
-    "circuit_open",
-    "spend_limit",
-    "empty",
-]
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "connection", "malformed"})
 # Failures that say something about the provider's health. Auth is not among them: it is not transient,
 # a breaker would only turn a clear "bad key" into a vague "unavailable", and it is never retried anyway.
 TRIPS_BREAKER: frozenset[str] = frozenset({"rate_limit", "server", "connection", "timeout", "malformed"})
 # Failures the next provider in a fallback list cannot fix: the request itself, or the caller's budget.
 NO_FALLBACK: frozenset[str] = frozenset({"bad_request", "context_overflow", "spend_limit"})
-
-
-class ProviderError(OpenClawCtxError):
-    """A provider call failed; `kind` classifies it, `attempts` holds every candidate's error after a fallback."""
-
-    def __init__(
-        self,
-        detail: str,
-        *,
-        kind: ProviderErrorKind,
-        provider: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-        attempts: Sequence[ProviderError] = (),
-    ) -> None:
-        super().__init__(detail)
-        self.kind: ProviderErrorKind = kind
-        self.provider = provider
-        self.status = status
-        self.retry_after = retry_after
-        self.attempts = list(attempts)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ __all__ = [
     "rotate_session",
     "session_chain",
     "set_engine_state",
+    "start_fresh_session",
     "successor_session_file",
     "insert_summary",
     "utc_now",
@@ -166,6 +167,33 @@ async def ensure_session(
     file = session_file or successor_session_file(None, sid, sessions_dir)
     await conn.execute(
         insert(Session).values(session_id=sid, session_key=session_key, session_file=file, engine_id=engine_id, cwd=cwd)
+    )
+    return await get_session(conn, sid)
+
+
+async def start_fresh_session(
+    conn: AsyncConnection, session_key: str, *, reason: str, engine_id: str | None = None
+) -> SessionRow:
+    """OpenClaw's ``/new`` and ``/reset``: archive the key's active session and start an empty one.
+
+    The new session has a new id and no parent (it continues nothing); `reason` goes in its
+    ``rotation_reason``. Nothing is deleted: the archived session's messages and summaries stay in
+    the store, in the key's chain and in recall.
+    """
+    old = await active_session(conn, session_key)
+    if old is not None:
+        await conn.execute(
+            update(Session).where(Session.session_id == old.session_id).values(status="archived", updated_at=utc_now())
+        )
+    sid = new_session_id()
+    await conn.execute(
+        insert(Session).values(
+            session_id=sid,
+            session_key=session_key,
+            session_file=successor_session_file(old.session_file if old else None, sid),
+            rotation_reason=reason,
+            engine_id=engine_id or (old.engine_id if old else None),
+        )
     )
     return await get_session(conn, sid)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-__all__ = ["Summarizer", "SummaryKind", "SummaryOutput", "SummaryRequest"]
+__all__ = ["Summarizer", "SummaryKind", "SummaryOutput", "SummaryRequest", "reset_spend_guard"]
 
 SummaryKind = Literal["history", "turn_prefix", "merge", "leaf", "condensed"]
 
@@ -60,3 +60,13 @@ class Summarizer(Protocol):
     async def summarize(self, request: SummaryRequest) -> SummaryOutput:
         """Summarise `request`."""
         ...
+
+
+def reset_spend_guard(summarizer: Summarizer, session_key: str | None) -> None:
+    """Clear the provider spend guard of `session_key`, if `summarizer` has one.
+
+    A manual ``/compact`` does this: it is the operator's explicit call, not a runaway loop.
+    """
+    reset = getattr(summarizer, "reset_spend_guard", None)
+    if callable(reset):
+        reset(session_key)

@@ -17,6 +17,7 @@ serialised; different keys run concurrently.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import secrets
 import time
@@ -414,7 +415,9 @@ class Runtime:
         provider = getattr(self.engine, "tools", None)
         if callable(provider) and not getattr(self.engine, "quarantined", False):
             try:
-                specs.extend(provider(key))
+                # An engine that delegates to sub-agents (lcm_expand_query) runs them through this host.
+                delegates = "spawn" in inspect.signature(provider).parameters
+                specs.extend(provider(key, spawn=self._run_delegated) if delegates else provider(key))
             except Exception as exc:
                 log.warning("context engine tools unavailable for %s: %s", key, exc)
         return specs
@@ -631,6 +634,27 @@ class Runtime:
             if preparation is not None:
                 await preparation.rollback()
             raise
+
+    async def run_subagent(self, parent_session_key: str, child_session_key: str, prompt: str) -> str:
+        """Run a child agent for one turn on its own session key and return its final reply's text.
+
+        The engine prepares the child (`prepareSubagentSpawn`: lossless-claw grants it scoped recall)
+        and is told when it ends (`onSubagentEnded`), whether it answered or failed.
+        """
+        if parent_session_key == child_session_key:
+            raise ValueError("a sub-agent needs its own session key")
+        try:
+            result = await self.spawn_subagent(
+                parent_session_key, child_session_key, lambda: self.run_turn(child_session_key, prompt)
+            )
+        finally:
+            await self.end_subagent(child_session_key, "completed")
+        replies = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
+        return flatten_text(replies[-1]) if replies else ""
+
+    async def _run_delegated(self, task: Any) -> str:
+        # The engine's delegation task (an ExpansionTask) names the parent, the child and the prompt.
+        return await self.run_subagent(task.parent_session_key, task.child_session_key, task.prompt)
 
     async def end_subagent(self, child_session_key: str, reason: SubagentEndReason = "completed") -> None:
         """Tell the engine a sub-agent session ended."""

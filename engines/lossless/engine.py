@@ -54,6 +54,7 @@ from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
 
 if TYPE_CHECKING:
     from engines.lossless.grants import GrantStore
+    from engines.lossless.tools import SpawnCallback
 
 __all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine"]
 
@@ -478,16 +479,26 @@ class LosslessContextEngine:
         return self._grants
 
     async def prepare_subagent_spawn(self, params: PrepareSubagentSpawnParams) -> SubagentSpawnPreparation:
-        """Grant the child scoped, token-capped recall over the parent's session; rollback revokes it."""
+        """Grant the child scoped, token-capped recall over the parent's session; rollback revokes it.
+
+        A child that `lcm_expand_query` delegates to already holds the grant the tool made for it (its
+        token cap is the call's); that one is kept, not widened to the defaults.
+        """
         grants = self._grant_store()
-        await grants.create(
-            params.parent_session_key,
-            params.child_session_key,
-            token_cap=self.config.max_expand_tokens,
-            max_depth=_SUBAGENT_MAX_DEPTH,
-            ttl_ms=params.ttl_ms or _SUBAGENT_TTL_MS,
-        )
         child = params.child_session_key
+        existing = await grants.get(child)
+        if (
+            existing is None
+            or existing.parent_session_key != params.parent_session_key
+            or not existing.live(grants.clock())
+        ):
+            await grants.create(
+                params.parent_session_key,
+                child,
+                token_cap=self.config.max_expand_tokens,
+                max_depth=_SUBAGENT_MAX_DEPTH,
+                ttl_ms=params.ttl_ms or _SUBAGENT_TTL_MS,
+            )
 
         async def rollback() -> None:
             await grants.revoke(child, "spawn-rollback")
@@ -498,11 +509,17 @@ class LosslessContextEngine:
         """Revoke the child's grant."""
         await self._grant_store().revoke(params.child_session_key, params.reason)
 
-    def tools(self, session_key: str) -> list[ToolSpec]:
-        """The recall tools (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query) for a session."""
+    def tools(self, session_key: str, *, spawn: SpawnCallback | None = None) -> list[ToolSpec]:
+        """The recall tools (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query) for a session.
+
+        `spawn` runs a recall sub-agent through the host (``Runtime.run_subagent``); without it,
+        ``lcm_expand_query`` expands in-process under a delegated grant.
+        """
         from engines.lossless.tools import build_tools
 
-        return build_tools(self.store, session_key=session_key, config=self.config, grant_store=self._grant_store())
+        return build_tools(
+            self.store, session_key=session_key, config=self.config, grant_store=self._grant_store(), spawn=spawn
+        )
 
     async def dispose(self) -> None:
         """Nothing to release: the Store belongs to the host."""

@@ -479,11 +479,27 @@ class _ExpandQuery:
         else:
             raise ArgumentError("give 'query' or 'summaryIds'")
         token_cap = args.get("tokenCap") or r.expand_tokens
+        owners = await _summary_keys(r.store, ids)
+        missing = [i for i in ids if i not in owners]
+        if missing:
+            raise NotFoundError(f"no summary with id {', '.join(missing)}")
+        keys = sorted(set(owners.values()) | {r.session_key})
+        if not args.get("allSessions"):
+            ids = [i for i in ids if owners[i] == r.session_key]
+            keys = [r.session_key]
+        # The delegation grant, with this call's cap and scope (as the reference does); a host's
+        # prepareSubagentSpawn for the child keeps it rather than granting the defaults.
         child = f"{r.session_key}:subagent:lcm-expand-{uuid.uuid4().hex[:12]}"
-        if r.spawn is not None:
-            outcome = await self._delegate(child, ids, args, token_cap)
-        else:
-            outcome = await self._in_process(child, ids, raw, args, token_cap)
+        grant = await r.grants.create(
+            r.session_key, child, token_cap=token_cap, max_depth=3, ttl_ms=DEFAULT_TTL_MS, allowed_session_keys=keys
+        )
+        try:
+            if r.spawn is not None:
+                outcome = await self._delegate(child, ids, args, token_cap)
+            else:
+                outcome = await self._in_process(grant, ids, raw, args)
+        finally:
+            await r.grants.revoke(child, "expansion finished")
         return json.dumps(outcome, ensure_ascii=False)
 
     async def _delegate(self, child: str, ids: list[str], args: dict[str, Any], token_cap: int) -> dict[str, Any]:
@@ -498,32 +514,16 @@ class _ExpandQuery:
             return _failure("DELEGATED_EXPANSION_TIMEOUT", f"the recall sub-agent did not answer within {timeout_s:g}s")
         except Exception as exc:  # the child's failure is reported to the model, not raised into the turn
             return _failure("DELEGATED_EXPANSION_SPAWN_FAILED", f"{type(exc).__name__}: {exc}")
-        finally:
-            await r.grants.revoke(child, "expansion finished")
         parsed = _parse_reply(reply)
         if isinstance(parsed, str):
             return _failure(parsed, "the recall sub-agent's reply was not the JSON answer it was asked for")
         return parsed
 
     async def _in_process(
-        self, child: str, ids: list[str], raw: list[retrieval.GrepHit], args: dict[str, Any], token_cap: int
+        self, grant: Grant, ids: list[str], raw: list[retrieval.GrepHit], args: dict[str, Any]
     ) -> dict[str, Any]:
         r = self.recall
-        owners = await _summary_keys(r.store, ids)
-        missing = [i for i in ids if i not in owners]
-        if missing:
-            raise NotFoundError(f"no summary with id {', '.join(missing)}")
-        keys = sorted(set(owners.values()) | {r.session_key})
-        if not args.get("allSessions"):
-            ids = [i for i in ids if owners[i] == r.session_key]
-            keys = [r.session_key]
-        grant = await r.grants.create(
-            r.session_key, child, token_cap=token_cap, max_depth=3, ttl_ms=DEFAULT_TTL_MS, allowed_session_keys=keys
-        )
-        try:
-            results = await r.expand_under_grant(grant, ids, {"includeMessages": True, "maxDepth": grant.max_depth})
-        finally:
-            await r.grants.revoke(child, "expansion finished")
+        results = await r.expand_under_grant(grant, ids, {"includeMessages": True, "maxDepth": grant.max_depth})
         terms = fts_terms(args.get("query") or args["prompt"])
         answer, cited = _evidence_answer(terms, results, raw, args["maxTokens"], r.store)
         return {

@@ -254,8 +254,9 @@ async def test_expand_query_bad_child_replies(store: Store, reply: str, code: st
     async def spawn(_task: ExpansionTask) -> str:
         return reply
 
-    tools = tools_of(store, "k", spawn=spawn)
-    out = json.loads(await call(tools["lcm_expand_query"], {"prompt": "q", "summaryIds": ["sum_a"]}))
+    a, _b = await build_planted(store)
+    tools = tools_of(store, a.key, spawn=spawn)
+    out = json.loads(await call(tools["lcm_expand_query"], {"prompt": "q", "summaryIds": [a.leaves[0]]}))
     assert out["errorCode"] == code and out["answer"] == ""
 
 

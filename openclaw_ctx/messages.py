@@ -7,6 +7,7 @@ Use :func:`parse_message` for anything that comes from outside and :func:`to_wir
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Self
@@ -45,6 +46,7 @@ __all__ = [
     "UserMessage",
     "flatten_text",
     "message_from_json",
+    "provider_event_key",
     "message_to_json",
     "parse_message",
     "tool_call_ids",
@@ -163,6 +165,8 @@ class AssistantMessage(_Wire):
     stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
     error_message: str | None = None
     timestamp: int | None = None
+    response_id: str | None = None
+    """The provider's id of the response (`chatcmpl-…`, `msg_…`): a stable event key."""
     _always_emit = ("role",)
 
 
@@ -287,6 +291,20 @@ def parse_message(data: Any, *, where: str = "message") -> AgentMessage:
         return _MessageAdapter.validate_python(data)
     except ValidationError as exc:
         raise InvalidMessageError(_describe(exc, where)) from exc
+
+
+def provider_event_key(message: AgentMessage) -> str | None:
+    """The provider event key that makes ingesting `message` idempotent when it has no entry id.
+
+    Only a model reply's response id qualifies, and only together with a digest of the message:
+    tool-call ids are reused by local models (`call_0` every turn) and some OpenAI-compatible
+    servers answer every request with one constant id, so either alone would drop real messages.
+    The same reply delivered twice (a host replaying its history) gets the same key.
+    """
+    if isinstance(message, AssistantMessage) and message.response_id:
+        digest = hashlib.sha256(message_to_json(message).encode("utf-8")).hexdigest()[:16]
+        return f"response:{message.provider or ''}:{message.response_id}:{digest}"
+    return None
 
 
 def to_wire(message: AgentMessage) -> dict[str, Any]:

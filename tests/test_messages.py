@@ -18,6 +18,7 @@ from openclaw_ctx.messages import (
     message_from_json,
     message_to_json,
     parse_message,
+    provider_event_key,
     to_wire,
 )
 from openclaw_ctx.store import repo
@@ -58,6 +59,7 @@ SAMPLES: list[dict[str, Any]] = [
         "errorMessage": None,
         "timestamp": 1733000000002,
         "responseId": "resp_abc",
+        "routing": {"lane": "main"},
     },
     {
         "role": "toolResult",
@@ -110,7 +112,10 @@ def test_wire_keys_are_camel_case_and_python_names_are_snake_case() -> None:
 def test_unknown_fields_are_kept_at_every_level() -> None:
     message = parse_message(SAMPLES[2])
     assert isinstance(message, AssistantMessage)
-    assert message.model_extra == {"responseId": "resp_abc"}
+    assert message.model_extra == {"routing": {"lane": "main"}}
+    assert message.response_id == "resp_abc" and (provider_event_key(message) or "").startswith(
+        "response:openai:resp_abc:"
+    )
     wire = to_wire(message)
     assert wire["usage"]["contextUsage"]["promptTokens"] == 120
     assert wire["content"][2]["arguments"]["n"] == [1, 2.5, None]

@@ -19,7 +19,7 @@ from engines.lossless.config import LosslessConfig
 from engines.lossless.large_content import externalise_session
 from openclaw_ctx.contract import BootstrapParams, BootstrapResult
 from openclaw_ctx.errors import NotFoundError
-from openclaw_ctx.messages import AgentMessage
+from openclaw_ctx.messages import AgentMessage, provider_event_key
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import ContextItem
 from openclaw_ctx.store.store import Store
@@ -78,7 +78,10 @@ async def ingest_messages(
             return IngestOutcome(0, None)
         session = await repo.ensure_session(conn, key, session_id=session_id, engine_id=ENGINE_ID)
         ids = list(entry_ids) if entry_ids is not None else [None] * len(messages)
-        items = [repo.NewMessage(message=m, entry_id=e) for m, e in zip(messages, ids, strict=True)]
+        items = [
+            repo.NewMessage(message=m, entry_id=e, event_key=provider_event_key(m))
+            for m, e in zip(messages, ids, strict=True)
+        ]
         results = await repo.append_messages(conn, session, items, store.counter)
         inserted = sum(1 for r in results if r.inserted)
         files: list[str] = []

@@ -258,6 +258,7 @@ def openai_response(data: Wire, *, provider: str, api: str, model: str) -> Assis
         usage=openai_usage(data.get("usage")),
         stop_reason=_OPENAI_STOP.get(reason, "error" if reason == "content_filter" else "stop"),
         timestamp=_now_ms(),
+        response_id=data.get("id") if isinstance(data.get("id"), str) else None,
     )
 
 
@@ -422,4 +423,5 @@ def anthropic_response(data: Wire, *, provider: str, api: str, model: str) -> As
         usage=anthropic_usage(data.get("usage")),
         stop_reason=_ANTHROPIC_STOP.get(data.get("stop_reason") or "end_turn", "stop"),
         timestamp=_now_ms(),
+        response_id=data.get("id") if isinstance(data.get("id"), str) else None,
     )

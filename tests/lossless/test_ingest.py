@@ -20,6 +20,7 @@ from sqlalchemy import text
 from engines.lossless.large_content import load_large_content
 from openclaw_ctx.contract import BootstrapParams, CompactParams, IngestBatchParams, IngestParams
 from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.messages import AssistantMessage, TextContent
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
@@ -40,6 +41,22 @@ async def test_ingest_is_idempotent_on_entry_id_not_content(store: Store) -> Non
     assert (first.ingested, again.ingested, other.ingested) == (True, False, True)
     assert await count(store, "SELECT count(*) FROM messages WHERE session_key=:k", k=KEY) == 2
     assert await count(store, "SELECT count(*) FROM context_items") == 2
+
+
+async def test_a_replayed_provider_reply_without_entry_ids_is_ingested_once(store: Store) -> None:
+    engine = make_engine(store)
+
+    def reply(text_: str, response_id: str) -> AssistantMessage:
+        return AssistantMessage(content=[TextContent(text=text_)], provider="openai", response_id=response_id)
+
+    batch = [user("hi"), reply("hello", "chatcmpl-1")]
+    first = await engine.ingest_batch(IngestBatchParams(session_id="s1", session_key=KEY, messages=batch))
+    # A restarted host replays the reply with no entry id: the response id (and its content) matches.
+    again = await engine.ingest(IngestParams(session_id="s1", session_key=KEY, message=batch[1]))
+    # A server that answers every request with one constant id loses nothing: the content differs.
+    constant = await engine.ingest(IngestParams(session_id="s1", session_key=KEY, message=reply("bye", "chatcmpl-1")))
+    assert (first.ingested_count, again.ingested, constant.ingested) == (2, False, True)
+    assert await count(store, "SELECT count(*) FROM messages WHERE session_key=:k", k=KEY) == 3
 
 
 async def test_host_persisted_messages_are_not_ingested_twice(store: Store) -> None:

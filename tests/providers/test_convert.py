@@ -203,6 +203,8 @@ def test_openai_response_usage_reasoning_and_tool_calls() -> None:
     assert message.usage is not None
     assert (message.usage.input, message.usage.cache_read, message.usage.output) == (40, 60, 20)
     assert message.usage.total() == 120
+    assert message.response_id is None  # this body has no "id"
+    assert openai_response({**data, "id": "chatcmpl-9"}, provider="o", api="a", model="m").response_id == "chatcmpl-9"
 
 
 def test_openai_response_with_bad_tool_arguments_is_rejected() -> None:
@@ -228,5 +230,6 @@ def test_anthropic_response_usage_and_stop_reasons() -> None:
     assert message.stop_reason == "length"
     assert message.usage is not None and message.usage.total() == 122
     assert (message.usage.cache_read, message.usage.cache_write) == (100, 7)
+    assert anthropic_response({**data, "id": "msg_01"}, provider="a", api="b", model="m").response_id == "msg_01"
     with pytest.raises(ValueError):
         anthropic_response({"type": "error"}, provider="a", api="b", model="m")

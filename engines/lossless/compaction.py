@@ -68,6 +68,8 @@ class PlanItem:
 # not just under it, so the next turns fit before another sweep rewrites the prompt prefix
 # (reference #282). Replaying the example at 32k: 30 compactions in 76 turns, against 40 at 1.0.
 SWEEP_TARGET_SHARE = 0.8
+# Rounds of `maxSweepIterations` passes one compaction may chain (the reference's maxRounds).
+MAX_SWEEP_ROUNDS = 10
 
 
 def total_tokens(items: Sequence[PlanItem]) -> int:
@@ -499,15 +501,15 @@ class _Sweeper:
 async def sweep(
     items: Sequence[PlanItem], settings: SweepSettings, summarizer: Summarizer, counter: TokenCounter
 ) -> SweepOutcome:
-    """Run a compaction over `items` in memory.
+    """Run a compaction over `items` in memory, in rounds under `compactUntilUnderDeadlineMs`.
 
-    ``threshold`` target: leaf passes until no raw chunk remains outside the tail; condensed passes
-    (up to `sweepMaxDepth`) while the summary prefix exceeds its target; then, while still over
-    `SWEEP_TARGET_SHARE` of the threshold, a pressure phase with the hard fan-in and no depth limit.
-    ``budget`` target: up to 10 rounds of leaf passes and pressure condensation until the total is
-    within the budget, under the
-    `compactUntilUnderDeadlineMs` deadline. Every phase is bounded by `maxSweepIterations` passes
-    and `sweepDeadlineMs`.
+    ``threshold`` target: a full sweep: leaf passes until no raw chunk remains outside the tail;
+    condensed passes (up to `sweepMaxDepth`) while the summary prefix exceeds its target; then,
+    while still over `SWEEP_TARGET_SHARE` of the threshold, a pressure phase with the hard fan-in and
+    no depth limit. Sweeps are chained while one stops at its pass cap with work left. ``budget``
+    target: leaf passes and pressure condensation (any depth mix as a last resort) until the total
+    is within the budget. Each round is bounded by `maxSweepIterations` passes and `sweepDeadlineMs`;
+    at most `MAX_SWEEP_ROUNDS` rounds run, and a round that makes no progress ends the compaction.
 
     Raises:
         SummarizerAuthError: the summarizer's credentials were rejected (write nothing).
@@ -516,28 +518,28 @@ async def sweep(
     cfg = settings.config
     runner = _Sweeper(list(items), settings, summarizer, counter)
     threshold = cfg.threshold_tokens(settings.budget)
-    if settings.target == "threshold":
-        await runner.leaf_phase(None)
-        if cfg.sweep_max_depth != 0:
-            prefix_target = cfg.summary_prefix_target(settings.budget)
+    deadline = time.monotonic() + cfg.compact_until_under_deadline_ms / 1000
+    for _ in range(MAX_SWEEP_ROUNDS):
+        before = runner.out.passes
+        runner.passes_left = cfg.max_sweep_iterations
+        runner.deadline = min(deadline, time.monotonic() + cfg.sweep_deadline_ms / 1000)
+        if settings.target == "threshold":
+            await runner.leaf_phase(None)
+            if cfg.sweep_max_depth != 0:
+                prefix_target = cfg.summary_prefix_target(settings.budget)
+                await runner.condensed_phase(
+                    max_depth=cfg.sweep_max_depth, hard=False, until=prefix_target, prefix_only=True
+                )
             await runner.condensed_phase(
-                max_depth=cfg.sweep_max_depth, hard=False, until=prefix_target, prefix_only=True
+                max_depth=-1, hard=True, until=int(threshold * SWEEP_TARGET_SHARE), prefix_only=False
             )
-        await runner.condensed_phase(
-            max_depth=-1, hard=True, until=int(threshold * SWEEP_TARGET_SHARE), prefix_only=False
-        )
-    else:
-        deadline = time.monotonic() + cfg.compact_until_under_deadline_ms / 1000
-        for _ in range(10):
-            before = runner.out.passes
-            runner.passes_left = cfg.max_sweep_iterations
-            runner.deadline = min(deadline, time.monotonic() + cfg.sweep_deadline_ms / 1000)
+            more = runner.passes_left <= 0  # the pass cap, not a lack of work, ended this sweep
+        else:
             await runner.leaf_phase(settings.budget)
             await runner.condensed_phase(max_depth=-1, hard=True, until=settings.budget, prefix_only=False, mixed=True)
-            if total_tokens(runner.out.items) <= settings.budget or runner.out.passes == before:
-                break
-            if time.monotonic() >= deadline:
-                break
+            more = total_tokens(runner.out.items) > settings.budget
+        if not more or runner.out.passes == before or time.monotonic() >= deadline:
+            break
     final = total_tokens(runner.out.items)
     limit = threshold if settings.target == "threshold" else settings.budget
     if runner.out.passes and final <= limit:

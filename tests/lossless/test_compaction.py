@@ -23,11 +23,11 @@ from lcm_helpers import (
 from sqlalchemy import select, text
 
 from engines.lossless.assemble import fresh_tail_start
-from engines.lossless.compaction import PlanItem, plan_condensed_pass, plan_leaf_pass
+from engines.lossless.compaction import MAX_SWEEP_ROUNDS, PlanItem, plan_condensed_pass, plan_leaf_pass
 from engines.lossless.config import resolve_config
 from engines.lossless.engine import DEBT_STATE, create_engine
 from engines.lossless.prompts import EXPAND_FOOTER, condensed_prompt, leaf_prompt
-from openclaw_ctx.contract import AfterTurnParams, CompactParams, EngineContext
+from openclaw_ctx.contract import AbortSignal, AfterTurnParams, CompactParams, EngineContext
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
@@ -399,3 +399,53 @@ async def test_stateless_session_never_writes(store: Store) -> None:
     assert await summary_rows(store, key) == []
     async with store.read() as conn:
         assert json.loads(json.dumps(await repo.get_engine_state(conn, "lossless-claw", key, DEBT_STATE))) is None
+
+
+# --- the sweep's bounds ----------------------------------------------------------------------------
+
+
+async def test_sweeps_chain_past_the_pass_cap_while_work_is_left(store: Store) -> None:
+    await host_persist(store, KEY, conversation(40))
+    sid = await active_id(store, KEY)
+    capped = make_engine(store, maxSweepIterations=1, leafChunkTokens=120)
+    result = await capped.compact(CompactParams(session_id=sid, session_key=KEY, token_budget=100_000, force=True))
+    assert result.compacted and result.result is not None
+    passes = result.result.details["passes"]
+    assert 1 < passes <= MAX_SWEEP_ROUNDS, "one pass per round, rounds chained while raw chunks are left"
+
+
+async def test_the_sweep_deadline_stops_a_slow_summarizer(store: Store) -> None:
+    await host_persist(store, KEY, conversation(40))
+
+    class Slow(ReplySummarizer):
+        async def summarize(self, request: SummaryRequest) -> SummaryOutput:
+            self.requests.append(request)
+            await asyncio.sleep(0.05)
+            return SummaryOutput(text="brief", summarizer=self.name)
+
+    provider = Slow()
+    # Each summary takes 50 ms; the deadline (20 ms) passes during the first one.
+    config = {**SMALL, "leafChunkTokens": 120, "sweepDeadlineMs": 20, "compactUntilUnderDeadlineMs": 20}
+    engine = create_engine(EngineContext(config=config, store=store, summarizer=provider))
+    sid = await active_id(store, KEY)
+    result = await engine.compact(CompactParams(session_id=sid, session_key=KEY, token_budget=100_000, force=True))
+    assert result.compacted and result.result is not None
+    assert result.result.details["passes"] == len(provider.requests) == 1, "no pass starts after the deadline"
+
+
+async def test_an_abort_mid_sweep_writes_nothing(store: Store) -> None:
+    await host_persist(store, KEY, conversation(40))
+    signal = AbortSignal()
+
+    class Aborting(ReplySummarizer):
+        async def summarize(self, request: SummaryRequest) -> SummaryOutput:
+            self.requests.append(request)
+            signal.abort("host shutting down")  # the host cancels while the first summary is made
+            return SummaryOutput(text="brief", summarizer=self.name)
+
+    engine = create_engine(EngineContext(config={**SMALL, "leafChunkTokens": 120}, store=store, summarizer=Aborting()))
+    sid = await active_id(store, KEY)
+    params = CompactParams(session_id=sid, session_key=KEY, token_budget=100_000, force=True, abort_signal=signal)
+    result = await engine.compact(params)
+    assert not result.ok and not result.compacted and "host shutting down" in (result.reason or "")
+    assert await summary_rows(store, KEY) == [] and await active_id(store, KEY) == sid

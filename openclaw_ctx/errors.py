@@ -19,7 +19,8 @@
     │   └── SummarizerAuthError         never produces a summary row
     ├── CompactionError
     ├── ContextOverflowError            the prompt cannot be made to fit
-    └── AbortError                      the caller aborted the operation (never quarantines)
+    ├── AbortError                      the caller aborted the operation (never quarantines)
+    └── MissingDependencyError          an optional outside tool or package is not installed (says how to get it)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "HostRequirementError",
     "InvalidMessageError",
     "MigrationRequiredError",
+    "MissingDependencyError",
     "NotFoundError",
     "OpenClawCtxError",
     "ReadOnlyViolationError",
@@ -124,3 +126,7 @@ class ContextOverflowError(OpenClawCtxError):
 
 class AbortError(OpenClawCtxError):
     """The operation was aborted by its caller."""
+
+
+class MissingDependencyError(OpenClawCtxError, ImportError):
+    """An optional tool or package is not installed; the detail says how to install it."""

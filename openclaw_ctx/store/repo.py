@@ -398,15 +398,23 @@ _CONTEXT_SQL = text(
     FROM context_items AS ci
     LEFT JOIN messages AS m ON m.message_id = ci.message_id
     LEFT JOIN summaries AS s ON s.summary_id = ci.summary_id
-    WHERE ci.session_id = :sid
+    WHERE ci.session_id = :sid AND ci.ordinal > :after
     ORDER BY ci.ordinal
+    LIMIT :limit
     """
 )
 
 
-async def load_context(conn: AsyncConnection, session_id: str) -> list[ContextEntry]:
-    """The session's context items in order, resolved, with one indexed query."""
-    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id})
+async def load_context(
+    conn: AsyncConnection, session_id: str, *, after: int | None = None, limit: int | None = None
+) -> list[ContextEntry]:
+    """The session's context items in order, resolved, with one indexed query.
+
+    `after` and `limit` read one page (items with an ordinal above `after`, at most `limit` of them),
+    for work over a context too long to hold at once.
+    """
+    page = {"after": -1 if after is None else after, "limit": -1 if limit is None else limit}
+    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id, **page})
     out: list[ContextEntry] = []
     for r in rows:
         if r.item_type == "message":

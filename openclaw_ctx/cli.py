@@ -48,6 +48,7 @@ COMMAND_MODULES = [
     "openclaw_ctx.commands.db",
     "openclaw_ctx.commands.turns",
     "openclaw_ctx.commands.transfer",
+    "openclaw_ctx.commands.migrate",
     "openclaw_ctx.commands.recall",
 ]
 

@@ -246,18 +246,25 @@ class Runtime:
                     truncated = True
                     continue
                 # The turn failed, but what the user said (and any partial reply) is kept.
-                await self._persist(await self._session(key), [user, *turn], entry_ids, is_heartbeat)
+                stats = _TurnStats(estimate, self.prompt_budget, _compacted(compactions))
+                await self._persist(await self._session(key), [user, *turn], entry_ids, is_heartbeat, stats)
                 raise ContextOverflowError(OVERFLOW_MESSAGE, kind="context_overflow") from exc
         session = await self._session(key)
         new_messages = [user, *turn]
-        await self._persist(session, new_messages, entry_ids, is_heartbeat)
+        stats = _TurnStats(estimate, self.prompt_budget, _compacted(compactions))
+        number = await self._persist(session, new_messages, entry_ids, is_heartbeat, stats)
         await self._after_turn(session, history, new_messages, is_heartbeat)
+        after: list[CompactResult] = []
         auto = await self._auto_compact(key)
         if auto is not None:
-            compactions.append(auto)
+            after.append(auto)
         drained = await self._drain_debt(key)
         if drained is not None:
-            compactions.append(drained)
+            after.append(drained)
+        compactions += after
+        if number is not None and not stats.compacted and _compacted(after):
+            async with self.store.transaction() as conn:
+                await repo.mark_turn_compacted(conn, key, number)
         session = await self._session(key)
         return TurnResult(
             session_key=key,
@@ -415,14 +422,32 @@ class Runtime:
         return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=text)])
 
     async def _persist(
-        self, session: repo.SessionRow, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
-    ) -> None:
+        self,
+        session: repo.SessionRow,
+        messages: list[AgentMessage],
+        entry_ids: EntryIds,
+        is_heartbeat: bool,
+        stats: _TurnStats,
+    ) -> int | None:
+        """The turn's persist transaction: its new messages and its `turns` row; returns the turn number.
+
+        A turn whose messages were all stored already (a replayed turn) adds no row and returns None.
+        """
         items = [
             repo.NewMessage(message=m, entry_id=entry_ids(m) or new_entry_id(), is_heartbeat=is_heartbeat)
             for m in messages
         ]
         async with self.store.transaction() as conn:
-            await repo.append_messages(conn, session, items, self.store.counter)
+            written = await repo.append_messages(conn, session, items, self.store.counter)
+            if not any(r.inserted for r in written):
+                return None
+            return await repo.record_turn(
+                conn,
+                session,
+                assembled_tokens=stats.assembled_tokens,
+                budget=stats.budget,
+                compacted=stats.compacted,
+            )
 
     async def _after_turn(
         self,
@@ -593,6 +618,19 @@ class Runtime:
         """Release the engine (gateway shutdown); the store is the caller's to close."""
         if supports(self.engine, "dispose"):
             await self.engine.dispose()
+
+
+@dataclass(frozen=True)
+class _TurnStats:
+    """What the `turns` row of a turn records."""
+
+    assembled_tokens: int
+    budget: int
+    compacted: bool
+
+
+def _compacted(results: Sequence[CompactResult]) -> bool:
+    return any(r.ok and r.compacted for r in results)
 
 
 def _tool_error(call: ToolCall, text: str) -> ToolResultMessage:

@@ -49,6 +49,7 @@ COMMAND_MODULES = [
     "openclaw_ctx.commands.turns",
     "openclaw_ctx.commands.transfer",
     "openclaw_ctx.commands.migrate",
+    "openclaw_ctx.commands.stats",
     "openclaw_ctx.commands.recall",
 ]
 

@@ -10,6 +10,10 @@ their edges and the progress record (``engine_state``: engine ``openclaw-ctx``, 
 the read cursor and the window. An interrupted backfill resumes from the last committed batch and
 ends exactly where an uninterrupted one would.
 
+If the session rotates between runs (a running agent compacted it), the next run starts over: the
+nodes the abandoned run wrote were never part of any context, so they are deleted (in the same
+transaction that resets the progress) rather than left to cover their messages a second time.
+
 When every page is consumed, one transaction rotates the session: the successor holds the final
 window (the DAG's top summaries and the fresh tail) and belongs to ``lossless-claw``; a
 ``compactions`` row records it. Nothing is deleted: the old session, its items and every message stay.
@@ -25,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import RenderCache, load_render_inputs
@@ -34,7 +38,7 @@ from engines.lossless.config import LosslessConfig
 from engines.lossless.ingest import ENGINE_ID as LOSSLESS
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.models import ContextItem, Message, Summary
+from openclaw_ctx.store.models import Compaction, ContextItem, Message, Summary, SummaryMessage, SummaryParent
 from openclaw_ctx.store.repo import ContextEntry, SessionRow
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
@@ -178,8 +182,9 @@ async def backfill_key(
     """
     if batch < 1:
         raise ValueError("batch must be at least 1")
-    session, state, resumed, total, before = await _start(store, session_key, batch, budget)
+    session, state, resumed, total, before, notes = await _start(store, session_key, batch, budget)
     report = BackfillReport(session_key, session.session_id, False, resumed, items_total=total, tokens_before=before)
+    report.notes += notes
     sweep_config = config.model_copy(update=_UNBOUNDED)
     done_now = 0
     while stop_after is None or done_now < stop_after:
@@ -209,23 +214,60 @@ async def backfill_key(
     return await _finish(store, session, state, report, reason)
 
 
-async def _start(store: Store, key: str, batch: int, budget: int) -> tuple[SessionRow, _State, bool, int, int]:
+async def _start(
+    store: Store, key: str, batch: int, budget: int
+) -> tuple[SessionRow, _State, bool, int, int, list[str]]:
     async with store.transaction() as conn:
         session = await repo.active_session(conn, key)
         if session is None:
             raise NotFoundError(f"session key {key!r} has no active session")
         raw = await pending_backfill(conn, key)
         resumed = raw is not None and raw.get("session_id") == session.session_id
+        notes: list[str] = []
         if resumed:
             assert raw is not None
             state = _State.from_json(raw)
         else:
-            # No progress, or progress of a session that has since rotated: its nodes stay, unused.
+            if raw is not None:
+                stale = _State.from_json(raw)
+                dropped = await _discard(conn, stale.created)
+                notes.append(
+                    f"the session rotated since the interrupted backfill ({stale.batches} batch(es)); "
+                    f"started over and dropped its {dropped} unpublished summary(ies)"
+                )
             state = _State(session.session_id, -1, [], batch, budget)
             await repo.set_engine_state(conn, STATE_ENGINE, key, STATE_NAME, state.to_json())
         total = await _items_upto(conn, session.session_id, None)
         before = await repo.context_tokens(conn, session.session_id)
-    return session, state, resumed, total, before
+    return session, state, resumed, total, before, notes
+
+
+async def _discard(conn: AsyncConnection, created: Sequence[str]) -> int:
+    """Delete the nodes an abandoned backfill wrote: no context, audit row or other summary uses them.
+
+    They were never part of any context, and leaving them would cover their messages twice once the
+    backfill runs again. Anything referenced from outside the set is kept.
+    """
+    ids = set(created)
+    used: set[str] = set()
+    for start in range(0, len(created), 500):
+        chunk = list(created[start : start + 500])
+        for query in (
+            select(ContextItem.summary_id).where(ContextItem.summary_id.in_(chunk)),
+            select(Compaction.summary_id).where(Compaction.summary_id.in_(chunk)),
+            select(SummaryParent.source_summary_id).where(
+                SummaryParent.source_summary_id.in_(chunk), SummaryParent.summary_id.not_in(ids)
+            ),
+        ):
+            used.update(str(r[0]) for r in await conn.execute(query))
+    doomed = [sid for sid in created if sid not in used]
+    for start in range(0, len(doomed), 500):
+        chunk = doomed[start : start + 500]
+        await conn.execute(delete(SummaryParent).where(SummaryParent.summary_id.in_(chunk)))
+        await conn.execute(delete(SummaryMessage).where(SummaryMessage.summary_id.in_(chunk)))
+    for start in range(0, len(doomed), 500):
+        await conn.execute(delete(Summary).where(Summary.summary_id.in_(doomed[start : start + 500])))
+    return len(doomed)
 
 
 async def _items_upto(conn: AsyncConnection, session_id: str, ordinal: int | None) -> int:
@@ -243,7 +285,7 @@ async def _has_more(store: Store, session: SessionRow, state: _State) -> bool:
 async def _check_active(conn: AsyncConnection, session: SessionRow, state: _State) -> None:
     current = await repo.active_session(conn, session.session_key)
     if current is None or current.session_id != state.session_id:
-        await repo.set_engine_state(conn, STATE_ENGINE, session.session_key, STATE_NAME, None)
+        # The next run sees progress of a rotated session, drops its nodes and starts over.
         raise CompactionError(
             f"session key {session.session_key!r} was rotated by someone else during the backfill "
             "(a compaction by a running agent?); nothing of this batch was written; run the backfill again"

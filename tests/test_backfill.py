@@ -247,3 +247,29 @@ def test_backfill_of_an_unknown_key_fails_clearly(history: tuple[Path, Path], tm
     result = invoke(target, config, "backfill", "--key", "agent:nobody")
     assert result.exit_code == 1 and "'agent:nobody' has no active session" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_backfill_whose_session_rotated_meanwhile_starts_over_cleanly(
+    history: tuple[Path, Path], straight: Path, tmp_path: Path
+) -> None:
+    db, config = history
+    target = copy_of(db, tmp_path / "ctx.db")
+    report(invoke(target, config, *ARGS, "--stop-after", "2", "--json"), code=3)
+    conn = sqlite3.connect(target)
+    progress = state_row(conn)
+    assert progress is not None
+    abandoned = progress["created"]
+    # A running agent compacts the key in between (legacy /compact rotates the session).
+    compacted = invoke(target, config, "compact", "--key", KEY, "--budget", "8000", "--json")
+    assert compacted.exit_code == 0 and json.loads(compacted.stdout)["compacted"], compacted.output
+    done = report(invoke(target, config, *ARGS, "--json"))
+    assert done["finished"] and not done["resumed"]
+    assert any(f"dropped its {len(abandoned)} unpublished" in note for note in done["notes"])
+    marks = ",".join("?" * len(abandoned))
+    left = conn.execute(f"SELECT count(*) FROM summaries WHERE summary_id IN ({marks})", abandoned).fetchone()[0]
+    assert left == 0
+    all_ids = {r[0] for r in conn.execute("SELECT message_id FROM messages WHERE session_key = ?", (KEY,))}
+    assert {r[0] for r in conn.execute(REACHABLE, {"key": KEY})} == all_ids
+    doctor = invoke(target, config, "doctor", "--deep", "--json")
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["deep check"]["status"] == "ok", checks["deep check"]

@@ -8,6 +8,7 @@ reached before (through summary edges), and no row may have been deleted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
@@ -21,6 +22,11 @@ from typer.testing import CliRunner, Result
 
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx import cli
+from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.messages import AssistantMessage, TextContent
+from openclaw_ctx.runtime import Runtime
+from openclaw_ctx.scripted import ScriptedModel
+from openclaw_ctx.store.store import Store
 
 EXAMPLE_KEY = "file:9b2f64d1-5c3e-4a8f-b7d2-1e0c9a6f3b58"
 MAIN_KEY = "agent:main:main"
@@ -187,3 +193,35 @@ def test_bad_input_fails_clearly(db: Path, args: list[str], code: int, needle: s
     assert result.exit_code == code, result.output
     assert needle in " ".join((result.stdout + result.stderr).split())
     assert "Traceback" not in result.output
+
+
+async def _turns(db: Path, engine: str, start: int, count: int) -> None:
+    store = await Store.open(db)
+    model = ScriptedModel(context_window=6_000)
+    runtime = await Runtime.create(store, config=OpenClawConfig().with_engine(engine), model=model)
+    try:
+        for i in range(start, start + count):
+            model.extend([AssistantMessage(content=[TextContent(text=f"reply {i} " + "lorem ipsum " * 90)])])
+            await runtime.run_turn(RUN_KEY, f"question {i} about shard {i}: " + "dolor sit amet " * 90)
+    finally:
+        await runtime.dispose()
+        await store.close()
+
+
+RUN_KEY = "agent:main:running"
+
+
+def test_a_migrated_key_keeps_running_on_its_new_engine(db_path: Path) -> None:
+    asyncio.run(_turns(db_path, "legacy", 0, 12))
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT count(*) FROM compactions WHERE session_key = ?", (RUN_KEY,)).fetchone()[0] > 0
+    for target, start in (("lossless-claw", 12), ("legacy", 24), ("lossless-claw", 36)):
+        assert invoke(db_path, "migrate", "--key", RUN_KEY, "--to", target, "--budget", "6000").exit_code == 0
+        asyncio.run(_turns(db_path, target, start, 12))
+        assert active(conn, RUN_KEY)["engine_id"] == target
+        all_ids = {r[0] for r in conn.execute("SELECT message_id FROM messages WHERE session_key = ?", (RUN_KEY,))}
+        assert len(all_ids) == 2 * (start + 12)
+        assert reachable(conn, RUN_KEY) == all_ids, f"after running on {target}"
+    # Turns are numbered across the whole chain, migrations included.
+    numbers = [r[0] for r in conn.execute("SELECT turn FROM turns WHERE session_key = ? ORDER BY turn", (RUN_KEY,))]
+    assert numbers == list(range(1, 49))

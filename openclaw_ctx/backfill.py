@@ -178,7 +178,7 @@ async def backfill_key(
 
     Raises:
         NotFoundError: the key has no active session.
-        CompactionError: the session was rotated by someone else mid-way (the progress is reset).
+        CompactionError: the session was rotated by someone else mid-way (the next run starts over).
     """
     if batch < 1:
         raise ValueError("batch must be at least 1")

@@ -216,7 +216,10 @@ def test_a_migrated_key_keeps_running_on_its_new_engine(db_path: Path) -> None:
     conn = sqlite3.connect(db_path)
     assert conn.execute("SELECT count(*) FROM compactions WHERE session_key = ?", (RUN_KEY,)).fetchone()[0] > 0
     for target, start in (("lossless-claw", 12), ("legacy", 24), ("lossless-claw", 36)):
-        assert invoke(db_path, "migrate", "--key", RUN_KEY, "--to", target, "--budget", "6000").exit_code == 0
+        moved = invoke(db_path, "migrate", "--key", RUN_KEY, "--to", target, "--budget", "6000")
+        assert moved.exit_code == 0, moved.output
+        # The default openclaw.json selects legacy: a move to lossless-claw says how to run on it.
+        assert ("select 'lossless-claw' there" in moved.stderr) == (target == "lossless-claw")
         asyncio.run(_turns(db_path, target, start, 12))
         assert active(conn, RUN_KEY)["engine_id"] == target
         all_ids = {r[0] for r in conn.execute("SELECT message_id FROM messages WHERE session_key = ?", (RUN_KEY,))}

@@ -155,8 +155,22 @@ def migrate(
         _print_migration(done, dry_run, to)
     for line in failed:
         err_console.print(f"[red]failed[/] {line}", highlight=False, soft_wrap=True)
+    if not dry_run:
+        _slot_hint(state, to)
     if failed:
         raise typer.Exit(1)
+
+
+def _slot_hint(state: CliState, to: str) -> None:
+    """Say so when openclaw.json would run new turns on another engine than the one migrated to."""
+    slot, source = state.config().slot_engine()
+    if slot != to:
+        err_console.print(
+            f"note: new turns run on {slot!r} ({source} in openclaw.json plugins.slots.contextEngine); "
+            f"select {to!r} there to continue these keys on it",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _summarizer() -> Any:

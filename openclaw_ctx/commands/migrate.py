@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import typer
 from rich import box
@@ -21,6 +21,7 @@ from openclaw_ctx.config import CompactionSettings
 from openclaw_ctx.errors import OpenClawCtxError
 from openclaw_ctx.migrate import (
     ENGINES,
+    MigrationPlan,
     MigrationResult,
     current_engine,
     keys_to_migrate,
@@ -29,8 +30,11 @@ from openclaw_ctx.migrate import (
 )
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize.base import Summarizer
 
 __all__ = ["EXIT_UNFINISHED", "register"]
+
+T = TypeVar("T")
 
 EXIT_UNFINISHED = 3
 
@@ -83,13 +87,16 @@ def _progress(enabled: bool) -> tuple[Progress, Callable[[BackfillProgress], Non
 
 
 async def _each_key(
-    state: CliState, key: str | None, select: Callable[[Store], Awaitable[list[str]]], work: Any
-) -> tuple[list[Any], list[str]]:
-    """Run `work(store, key)` for one key or every selected key; failures of single keys are collected."""
+    state: CliState,
+    key: str | None,
+    select: Callable[[Store], Awaitable[list[str]]],
+    work: Callable[[Store, str], Awaitable[T]],
+) -> tuple[list[T], list[str]]:
+    """Run `work(store, key)` for one key or every selected key; with --all a failing key is reported and skipped."""
     store = await open_store(state)
     try:
         keys = [key] if key is not None else await select(store)
-        done: list[Any] = []
+        done: list[T] = []
         failed: list[str] = []
         for k in keys:
             try:
@@ -130,7 +137,7 @@ def migrate(
         raise typer.BadParameter(f"--to must be one of {', '.join(ENGINES)}, got {to!r}")
     progress, update = _progress(not as_json)
 
-    async def one(store: Store, k: str) -> Any:
+    async def one(store: Store, k: str) -> MigrationPlan | MigrationResult:
         if dry_run:
             return await plan_migration(
                 store, k, to, lossless=settings.lossless, settings=settings.compaction, budget=budget
@@ -173,21 +180,19 @@ def _slot_hint(state: CliState, to: str) -> None:
         )
 
 
-def _summarizer() -> Any:
+def _summarizer() -> Summarizer:
     from openclaw_ctx.summarize import default_summarizer
 
     return default_summarizer()
 
 
-def _print_migration(done: list[Any], dry_run: bool, to: str) -> None:
+def _print_migration(done: list[MigrationPlan | MigrationResult], dry_run: bool, to: str) -> None:
     table = Table(title=("dry run: nothing written" if dry_run else f"migrated to {to}"), box=box.SIMPLE_HEAD)
     for column in ("session key", "from", "items", "tokens", "what" if dry_run else "result"):
         table.add_column(column, overflow="fold", justify="right" if column in ("items", "tokens") else "left")
     for d in done:
-        plan = d if dry_run else d.plan
-        if dry_run:
-            outcome = plan.action
-        elif isinstance(d, MigrationResult) and d.migrated:
+        plan = d.plan if isinstance(d, MigrationResult) else d
+        if isinstance(d, MigrationResult) and d.migrated:
             outcome = (
                 f"session {str(d.successor_session_id)[:8]}: {d.summaries_created} summary(ies), "
                 f"{plan.tokens:,} → {d.tokens_after or 0:,} tokens"

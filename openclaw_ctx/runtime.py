@@ -212,6 +212,9 @@ class Runtime:
 
     async def _run_turn(self, key: str, user: UserMessage, entry_ids: EntryIds, is_heartbeat: bool) -> TurnResult:
         session = await self._session(key)
+        # Every compaction rotates the session, whoever triggers it (overflow recovery, an engine's
+        # assemble or afterTurn, auto compaction, deferred debt): a changed id means the turn compacted.
+        started_in = session.session_id
         await self._bootstrap_once(session)
         compactions: list[CompactResult] = []
         recoveries = 0
@@ -246,26 +249,26 @@ class Runtime:
                     truncated = True
                     continue
                 # The turn failed, but what the user said (and any partial reply) is kept.
-                stats = _TurnStats(estimate, self.prompt_budget, _compacted(compactions))
-                await self._persist(await self._session(key), [user, *turn], entry_ids, is_heartbeat, stats)
+                failed_in = await self._session(key)
+                stats = _TurnStats(estimate, self.prompt_budget, failed_in.session_id != started_in)
+                await self._persist(failed_in, [user, *turn], entry_ids, is_heartbeat, stats)
                 raise ContextOverflowError(OVERFLOW_MESSAGE, kind="context_overflow") from exc
         session = await self._session(key)
         new_messages = [user, *turn]
-        stats = _TurnStats(estimate, self.prompt_budget, _compacted(compactions))
+        stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
         number = await self._persist(session, new_messages, entry_ids, is_heartbeat, stats)
         await self._after_turn(session, history, new_messages, is_heartbeat)
-        after: list[CompactResult] = []
         auto = await self._auto_compact(key)
         if auto is not None:
-            after.append(auto)
+            compactions.append(auto)
         drained = await self._drain_debt(key)
         if drained is not None:
-            after.append(drained)
-        compactions += after
-        if number is not None and not stats.compacted and _compacted(after):
+            compactions.append(drained)
+        persisted_in = session.session_id
+        session = await self._session(key)
+        if number is not None and not stats.compacted and session.session_id != persisted_in:
             async with self.store.transaction() as conn:
                 await repo.mark_turn_compacted(conn, key, number)
-        session = await self._session(key)
         return TurnResult(
             session_key=key,
             session_id=session.session_id,
@@ -627,10 +630,6 @@ class _TurnStats:
     assembled_tokens: int
     budget: int
     compacted: bool
-
-
-def _compacted(results: Sequence[CompactResult]) -> bool:
-    return any(r.ok and r.compacted for r in results)
 
 
 def _tool_error(call: ToolCall, text: str) -> ToolResultMessage:

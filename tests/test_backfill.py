@@ -213,13 +213,17 @@ def report_batches(db: Path) -> int:
     return int(json.loads(details)["batches"])
 
 
-def test_a_killed_backfill_resumes_to_the_same_end(history: tuple[Path, Path], straight: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_an_interrupted_backfill_resumes_to_the_same_end(
+    history: tuple[Path, Path], straight: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
     db, config = history
     target = copy_of(db, tmp_path / "ctx.db")
     proc = subprocess.Popen(
         [sys.executable, "-m", "openclaw_ctx", "--db", str(target), "--config", str(config), *ARGS],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ},
     )
     conn = sqlite3.connect(target, timeout=30)
@@ -227,14 +231,18 @@ def test_a_killed_backfill_resumes_to_the_same_end(history: tuple[Path, Path], s
         while proc.poll() is None:
             progress = state_row(conn)
             if progress is not None and progress.get("batches", 0) >= 2:
-                proc.send_signal(signal.SIGKILL)
+                proc.send_signal(sig)
                 break
             time.sleep(0.005)
     finally:
-        proc.wait(timeout=600)
+        _, stderr = proc.communicate(timeout=600)
     if proc.returncode == 0:
-        pytest.skip("the backfill finished before it could be killed")
-    assert proc.returncode == -signal.SIGKILL
+        pytest.skip("the backfill finished before it could be interrupted")
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        assert proc.returncode == 130 and "run the same command to resume" in stderr
+        assert "Traceback" not in stderr
     assert state_row(conn) is not None
     resumed = report(invoke(target, config, *ARGS, "--json"))
     assert resumed["finished"] and resumed["resumed"]

@@ -125,11 +125,10 @@ def migrate(
 ) -> None:
     """Move a session key's active context to another engine's projection, rotating its session.
 
-    legacy → lossless-claw builds the DAG from the raw messages, adopting the legacy summary;
-    lossless-claw → legacy writes one summary of the DAG view and keeps the recent messages.
-    Every message stays stored and reachable. Select the engine for new turns in openclaw.json
-    (plugins.slots.contextEngine).
-    """
+    legacy → lossless-claw builds the DAG from the raw messages, adopting the legacy summary; lossless-claw → legacy writes one summary of the DAG view and keeps the recent messages.
+
+    Every message stays stored and reachable. Select the engine for new turns in openclaw.json (plugins.slots.contextEngine).
+    """  # noqa: E501
     _keys(key, all_keys)
     state = state_of(ctx)
     settings = _settings(state, budget, batch)
@@ -233,11 +232,10 @@ def backfill(
 ) -> None:
     """Build the lossless-claw DAG over a very long history in bounded batches; resumable.
 
-    Each batch commits its summaries and its progress; after an interrupt (Ctrl-C, a crash, or
-    --stop-after) the same command resumes from the last committed batch, with the batch size and
-    budget it started with. The last step rotates the key to a lossless-claw session.
+    Each batch commits its summaries and its progress; after an interrupt (Ctrl-C, a crash, or --stop-after) the same command resumes from the last committed batch, with the batch size and budget it started with. The last step rotates the key to a lossless-claw session.
+
     Exit status 3 when a backfill stopped before the end.
-    """
+    """  # noqa: E501
     _keys(key, all_keys)
     state = state_of(ctx)
     settings = _settings(state, budget, batch)
@@ -255,8 +253,12 @@ def backfill(
             progress=update,
         )
 
-    with progress:
-        done, failed = run(_each_key(state, key, _backfill_keys, one))
+    try:
+        with progress:
+            done, failed = run(_each_key(state, key, _backfill_keys, one))
+    except KeyboardInterrupt:
+        err_console.print("interrupted: every finished batch is committed; run the same command to resume")
+        raise typer.Exit(130) from None
     if as_json:
         print(json.dumps({"keys": [d.to_json() for d in done], "failed": failed}, indent=2))
     else:

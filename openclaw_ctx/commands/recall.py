@@ -187,9 +187,8 @@ def dag(
 ) -> None:
     """Export or draw a session key's summary DAG (summaries → sources): DOT, GraphML, Mermaid or SVG.
 
-    Summary nodes show kind, depth, tokens and the time range they cover; items in the current
-    context are drawn bold. SVG needs Graphviz's `dot` on PATH.
-    """
+    Summary nodes show kind, depth, tokens and the time range they cover; items in the current context are drawn bold. SVG needs Graphviz's `dot` on PATH.
+    """  # noqa: E501
     if fmt not in DAG_FORMATS:
         raise typer.BadParameter(f"--format must be one of {', '.join(DAG_FORMATS)}, got {fmt!r}")
     body, nodes, edges = run(_dag(state_of(ctx), key, fmt, not no_messages))

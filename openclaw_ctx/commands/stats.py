@@ -38,9 +38,8 @@ def stats(
 ) -> None:
     """Context tokens per turn and compactions over time for a session key.
 
-    Turns come from the `turns` table the runtime writes; imported history without turn rows is
-    drawn from the `compactions` table (context size before and after each compaction).
-    """
+    Turns come from the `turns` table the runtime writes; imported history without turn rows is drawn from the `compactions` table (context size before and after each compaction).
+    """  # noqa: E501
     found = run(_stats(state_of(ctx), key))
     if as_json:
         print(json.dumps(found.to_json(), ensure_ascii=False, indent=2))

@@ -162,6 +162,14 @@ def test_the_documented_turns_query_agrees_with_stats(replayed: tuple[Path, str]
     assert rows[-1]["compactions_so_far"] == sum(t["compacted"] for t in data["turns"])
 
 
+def test_stats_and_migrate_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    for args in (["stats", "--key", "k"], ["migrate", "--key", "k", "--to", "legacy"], ["backfill", "--all"]):
+        result = invoke(missing, *args)
+        assert result.exit_code == 1 and "no database file" in result.output, args
+    assert not missing.exists()
+
+
 def test_sparkline_scales_and_keeps_peaks() -> None:
     assert sparkline([0, 4, 8]) == SPARK_BARS[0] + SPARK_BARS[4] + SPARK_BARS[-1]
     assert sparkline([1, 1, 9, 1, 1, 1], width=3) == SPARK_BARS[1] + SPARK_BARS[-1] + SPARK_BARS[1]

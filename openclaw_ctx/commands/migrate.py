@@ -18,7 +18,7 @@ from engines.lossless.ingest import ENGINE_ID as LOSSLESS
 from openclaw_ctx.backfill import DEFAULT_BATCH, BackfillProgress, BackfillReport, backfill_key, pending_backfill
 from openclaw_ctx.cli import CliState, console, err_console, open_store, run, state_of
 from openclaw_ctx.config import CompactionSettings
-from openclaw_ctx.errors import OpenClawCtxError
+from openclaw_ctx.errors import OpenClawCtxError, StoreError
 from openclaw_ctx.migrate import (
     ENGINES,
     MigrationPlan,
@@ -93,6 +93,8 @@ async def _each_key(
     work: Callable[[Store, str], Awaitable[T]],
 ) -> tuple[list[T], list[str]]:
     """Run `work(store, key)` for one key or every selected key; with --all a failing key is reported and skipped."""
+    if not state.db.exists():
+        raise StoreError(f"{state.db}: no database file")
     store = await open_store(state)
     try:
         keys = [key] if key is not None else await select(store)

@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 
 from openclaw_ctx.cli import CliState, console, open_store, run, state_of
+from openclaw_ctx.errors import StoreError
 from openclaw_ctx.pictures import sparkline
 from openclaw_ctx.stats import KeyStats, key_stats
 
@@ -24,7 +25,9 @@ def register(app: typer.Typer) -> None:
 
 
 async def _stats(state: CliState, key: str) -> KeyStats:
-    store = await open_store(state)
+    if not state.db.exists():
+        raise StoreError(f"{state.db}: no database file")
+    store = await open_store(state, upgrade=False)
     try:
         return await key_stats(store, key)
     finally:

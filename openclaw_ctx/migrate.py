@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import fresh_tail_start
 from engines.lossless.config import LosslessConfig
@@ -182,36 +183,56 @@ async def plan_migration(
         session = await repo.active_session(conn, session_key)
         if session is None:
             raise NotFoundError(f"session key {session_key!r} has no active session")
-        entries = await repo.load_context(conn, session.session_id)
+        items, messages, tokens = (await conn.execute(_TOTALS, {"sid": session.session_id})).one()
         pending = await pending_backfill(conn, session_key)
-    messages = sum(1 for e in entries if e.item_type == "message")
-    plan = MigrationPlan(
-        session_key,
-        session.session_id,
-        current_engine(session),
-        engine,
-        len(entries),
-        messages,
-        len(entries) - messages,
-        sum(e.token_count for e in entries),
-        action="",
-        resumable=pending is not None and pending.get("session_id") == session.session_id,
-    )
-    if not plan.changes:
-        plan.action = f"nothing: already on {engine}"
-    elif engine == "lossless-claw":
-        _describe_lossless(plan, entries, lossless, budget)
-    else:
-        _describe_legacy(plan, _legacy_plan(entries, settings, budget))
+        plan = MigrationPlan(
+            session_key,
+            session.session_id,
+            current_engine(session),
+            engine,
+            int(items),
+            int(messages),
+            int(items) - int(messages),
+            int(tokens),
+            action="",
+            resumable=pending is not None and pending.get("session_id") == session.session_id,
+        )
+        if not plan.changes:
+            plan.action = f"nothing: already on {engine}"
+        elif engine == "lossless-claw":
+            kept = await _tail_messages(conn, session.session_id, lossless, budget)
+            _describe_lossless(plan, kept)
+        else:
+            entries = await repo.load_context(conn, session.session_id)
+            _describe_legacy(plan, _legacy_plan(entries, settings, budget))
     return plan
 
 
-def _describe_lossless(plan: MigrationPlan, entries: list[ContextEntry], config: LosslessConfig, budget: int) -> None:
-    view = [(e.message if e.item_type == "message" else None, e.token_count) for e in entries]
-    tail = fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
-    plan.to_summarize_messages = sum(1 for e in entries[:tail] if e.item_type == "message")
+_TOTALS = text(
+    "SELECT count(*), coalesce(sum(item_type = 'message'), 0), coalesce(sum(token_count), 0) "
+    "FROM context_items WHERE session_id = :sid"
+)
+_PAGE_START = text("SELECT ordinal FROM context_items WHERE session_id = :sid ORDER BY ordinal DESC LIMIT 1 OFFSET :n")
+
+
+async def _tail_messages(conn: AsyncConnection, session_id: str, config: LosslessConfig, budget: int) -> int:
+    """Raw messages in the fresh tail lossless-claw would protect, reading only the end of a long context."""
+    size = 8 * config.fresh_tail_count + 256
+    while True:
+        boundary = await conn.scalar(_PAGE_START, {"sid": session_id, "n": size})
+        entries = await repo.load_context(conn, session_id, after=boundary)
+        view = [(e.message if e.item_type == "message" else None, e.token_count) for e in entries]
+        tail = fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
+        # A tail reaching the page's first item may reach further back: read a larger page.
+        if tail > 0 or boundary is None:
+            return sum(1 for e in entries[tail:] if e.item_type == "message")
+        size *= 4
+
+
+def _describe_lossless(plan: MigrationPlan, kept: int) -> None:
+    plan.kept_messages = kept
+    plan.to_summarize_messages = plan.messages - kept
     plan.to_summarize_summaries = plan.summaries
-    plan.kept_messages = plan.messages - plan.to_summarize_messages
     plan.action = (
         f"build the DAG: leaf-summarise {plan.to_summarize_messages} raw message(s) outside the fresh tail, "
         f"adopt {plan.summaries} summary(ies), keep {plan.kept_messages} recent message(s); rotate to a "

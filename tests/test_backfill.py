@@ -281,3 +281,27 @@ def test_a_backfill_whose_session_rotated_meanwhile_starts_over_cleanly(
     doctor = invoke(target, config, "doctor", "--deep", "--json")
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["deep check"]["status"] == "ok", checks["deep check"]
+
+
+def test_the_dry_run_plan_matches_what_the_backfill_did(
+    history: tuple[Path, Path], straight: Path, tmp_path: Path
+) -> None:
+    db, config = history
+    target = copy_of(db, tmp_path / "ctx.db")
+    before = target.read_bytes()
+    result = invoke(target, config, "migrate", "--key", KEY, "--to", "lossless-claw", "--dry-run", "--budget", "8000")
+    assert result.exit_code == 0, result.output
+    plan = report(invoke(target, config, "migrate", "--key", KEY, "--to", "lossless-claw", "--dry-run", "--json"))
+    assert plan["contextMessages"] == TOTAL and plan["summarizeMessages"] + plan["keptMessages"] == TOTAL
+    assert target.read_bytes() == before
+    kept = report(
+        invoke(
+            target, config, "migrate", "--key", KEY, "--to", "lossless-claw", "--dry-run", "--budget", "8000", "--json"
+        )
+    )["keptMessages"]
+    raw_after = (
+        sqlite3.connect(straight)
+        .execute("SELECT count(*) FROM active_context WHERE session_key = ? AND item_type = 'message'", (KEY,))
+        .fetchone()[0]
+    )
+    assert kept == raw_after

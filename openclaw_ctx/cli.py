@@ -48,6 +48,8 @@ COMMAND_MODULES = [
     "openclaw_ctx.commands.db",
     "openclaw_ctx.commands.turns",
     "openclaw_ctx.commands.transfer",
+    "openclaw_ctx.commands.migrate",
+    "openclaw_ctx.commands.stats",
     "openclaw_ctx.commands.recall",
     "openclaw_ctx.commands.chat",
 ]

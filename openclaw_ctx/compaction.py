@@ -305,6 +305,7 @@ async def compact_session(
     abort_signal: AbortSignal | None = None,
     timeout_s: float | None = None,
     current_token_count: int | None = None,
+    rotation_reason: str = "compaction",
 ) -> CompactResult:
     """Compact one session: summarise history before the cut, rotate to a successor session.
 
@@ -321,6 +322,7 @@ async def compact_session(
         abort_signal: Aborting raises AbortError; nothing is written.
         timeout_s: Deadline for summarisation; when it passes, the deterministic fallback is used.
         current_token_count: Observed context tokens (default: the stored counts).
+        rotation_reason: The successor's `rotation_reason` (`migration` when an engine switch writes it).
 
     Returns:
         The CompactResult; on success `result.session_id/session_file` name the successor.
@@ -378,7 +380,7 @@ async def compact_session(
     if abort_signal is not None:
         abort_signal.raise_if_aborted()
     content = compose_summary(made.history, made.prefix, ops)
-    meta = _Meta(tokens_before, trigger, engine_id, started_at, t0, previous_rows)
+    meta = _Meta(tokens_before, trigger, engine_id, started_at, t0, previous_rows, rotation_reason)
     try:
         return await _write(store, session, entries, plan, made, content, ops, meta)
     except _Conflict as exc:
@@ -393,6 +395,7 @@ class _Meta:
     started_at: str
     t0: float
     previous_rows: dict[str, tuple[Any, int]]
+    rotation_reason: str = "compaction"
 
 
 async def _write(
@@ -441,7 +444,9 @@ async def _write(
         appended = await _check_unchanged(conn, session.session_id, entries)
         summary_id = await repo.insert_summary(conn, session, summary)
         items: list[ItemRef] = [("summary", summary_id, summary_tokens), *(_ref(e) for e in plan.kept), *appended]
-        successor = await repo.rotate_session(conn, session, items, reason="compaction", engine_id=meta.engine_id)
+        successor = await repo.rotate_session(
+            conn, session, items, reason=meta.rotation_reason, engine_id=meta.engine_id
+        )
         tokens_after = sum(tokens for _, _, tokens in items)
         await repo.record_compaction(
             conn,

@@ -20,7 +20,8 @@
     ├── CompactionError
     ├── ContextOverflowError            the prompt cannot be made to fit
     ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
-    └── AbortError                      the caller aborted the operation (never quarantines)
+    ├── AbortError                      the caller aborted the operation (never quarantines)
+    └── MissingDependencyError          an optional outside tool or package is not installed (says how to get it)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "HostRequirementError",
     "InvalidMessageError",
     "MigrationRequiredError",
+    "MissingDependencyError",
     "NotFoundError",
     "OpenClawCtxError",
     "ProviderError",
@@ -171,3 +173,7 @@ class ProviderError(OpenClawCtxError):
 
 class AbortError(OpenClawCtxError):
     """The operation was aborted by its caller."""
+
+
+class MissingDependencyError(OpenClawCtxError, ImportError):
+    """An optional tool or package is not installed; the detail says how to install it."""

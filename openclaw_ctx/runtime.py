@@ -229,6 +229,9 @@ class Runtime:
 
     async def _run_turn(self, key: str, user: UserMessage, entry_ids: EntryIds, is_heartbeat: bool) -> TurnResult:
         session = await self._session(key)
+        # Every compaction rotates the session, whoever triggers it (overflow recovery, an engine's
+        # assemble or afterTurn, auto compaction, deferred debt): a changed id means the turn compacted.
+        started_in = session.session_id
         await self._bootstrap_once(session)
         compactions: list[CompactResult] = []
         recoveries = 0
@@ -266,17 +269,24 @@ class Runtime:
                     truncated = True
                     continue
                 # The turn failed, but what the user said (and any partial reply) is kept.
-                await self._persist(await self._session(key), [user, *turn], entry_ids, is_heartbeat)
+                failed_in = await self._session(key)
+                stats = _TurnStats(estimate, self.prompt_budget, failed_in.session_id != started_in)
+                await self._persist(failed_in, [user, *turn], entry_ids, is_heartbeat, stats)
                 raise ContextOverflowError(OVERFLOW_MESSAGE, kind="context_overflow") from exc
         session = await self._session(key)
         new_messages = [user, *turn]
-        await self._persist(session, new_messages, entry_ids, is_heartbeat)
+        stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
+        number = await self._persist(session, new_messages, entry_ids, is_heartbeat, stats)
         await self._after_turn(session, history, new_messages, is_heartbeat)
         auto = await self._auto_compact(key)
         if auto is not None:
             compactions.append(auto)
-        self._schedule_drain(key)
+        persisted_in = session.session_id
         session = await self._session(key)
+        if number is not None and not stats.compacted and session.session_id != persisted_in:
+            async with self.store.transaction() as conn:
+                await repo.mark_turn_compacted(conn, key, number)
+        self._schedule_drain(key, number)
         return TurnResult(
             session_key=key,
             session_id=session.session_id,
@@ -435,14 +445,32 @@ class Runtime:
         return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=text)])
 
     async def _persist(
-        self, session: repo.SessionRow, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
-    ) -> None:
+        self,
+        session: repo.SessionRow,
+        messages: list[AgentMessage],
+        entry_ids: EntryIds,
+        is_heartbeat: bool,
+        stats: _TurnStats,
+    ) -> int | None:
+        """The turn's persist transaction: its new messages and its `turns` row; returns the turn number.
+
+        A turn whose messages were all stored already (a replayed turn) adds no row and returns None.
+        """
         items = [
             repo.NewMessage(message=m, entry_id=entry_ids(m) or new_entry_id(), is_heartbeat=is_heartbeat)
             for m in messages
         ]
         async with self.store.transaction() as conn:
-            await repo.append_messages(conn, session, items, self.store.counter)
+            written = await repo.append_messages(conn, session, items, self.store.counter)
+            if not any(r.inserted for r in written):
+                return None
+            return await repo.record_turn(
+                conn,
+                session,
+                assembled_tokens=stats.assembled_tokens,
+                budget=stats.budget,
+                compacted=stats.compacted,
+            )
 
     async def _after_turn(
         self,
@@ -488,7 +516,7 @@ class Runtime:
         except Exception as exc:  # finalization failure is reported, never loses the persisted turn
             log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
 
-    def _schedule_drain(self, key: str) -> None:
+    def _schedule_drain(self, key: str, turn_number: int | None) -> None:
         """Pay an owning engine's deferred compaction debt in the background, after the reply.
 
         The reply does not wait for it (reference #313: 3.5–29 s per pass); the next turn on the key
@@ -500,9 +528,9 @@ class Runtime:
         running = self._maintenance.get(key)
         if running is not None and not running.done():
             return  # it reads the debt when it runs, so it pays this turn's too
-        self._maintenance[key] = asyncio.create_task(self._drain_debt(key, drain))
+        self._maintenance[key] = asyncio.create_task(self._drain_debt(key, drain, turn_number))
 
-    async def _drain_debt(self, key: str, drain: Any) -> CompactResult | None:
+    async def _drain_debt(self, key: str, drain: Any, turn_number: int | None) -> CompactResult | None:
         async with self._lock(key):
             started = time.perf_counter()
             try:
@@ -511,6 +539,10 @@ class Runtime:
             except Exception as exc:  # incl. the safety timeout: the debt stays recorded for the next try
                 log.warning("deferred compaction failed for %s: %s", key, exc or type(exc).__name__)
                 return None
+            if result is not None and result.compacted and turn_number is not None:
+                # The turn whose debt this was is the one that compacted (its `turns` row says so).
+                async with self.store.transaction() as conn:
+                    await repo.mark_turn_compacted(conn, key, turn_number)
         if result is not None:
             log.info(
                 "deferred compaction on %s: ok=%s compacted=%s in %.0f ms",
@@ -666,6 +698,15 @@ class Runtime:
         await self.settle()
         if supports(self.engine, "dispose"):
             await self.engine.dispose()
+
+
+@dataclass(frozen=True)
+class _TurnStats:
+    """What the `turns` row of a turn records."""
+
+    assembled_tokens: int
+    budget: int
+    compacted: bool
 
 
 def _tool_error(call: ToolCall, text: str) -> ToolResultMessage:

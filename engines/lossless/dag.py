@@ -251,7 +251,10 @@ def _check_context(graph: nx.DiGraph[str], key: str, contexts: list[Any]) -> lis
 
 def _label(node: str, data: dict[str, Any]) -> str:
     if data["type"] == "summary":
-        return f"{node}\n{data.get('kind')} d{data.get('depth')} {data.get('tokens', '?')} tok"
+        label = f"{node}\n{data.get('kind')} d{data.get('depth')} {data.get('tokens', '?')} tok"
+        if data.get("earliest_at") or data.get("latest_at"):
+            label += f"\n{data.get('earliest_at') or '?'} → {data.get('latest_at') or '?'}"
+        return label
     return f"{node}\n{data.get('role', '?')} #{data.get('seq', '?')}"
 
 

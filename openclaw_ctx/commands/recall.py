@@ -19,6 +19,7 @@ from engines.lossless import dag as dag_mod
 from engines.lossless import retrieval
 from openclaw_ctx.cli import CliState, console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
+from openclaw_ctx.pictures import render_svg
 from openclaw_ctx.store.store import Store
 
 __all__ = ["print_expansion", "print_grep_hits", "register"]
@@ -191,20 +192,29 @@ async def _dag(state: CliState, key: str, fmt: str, include_messages: bool) -> t
         graph = await dag_mod.load_dag(store, key, include_messages=include_messages)
     if graph.number_of_nodes() == 0:
         raise StoreError(f"session key {key!r} has no messages or summaries")
-    return dag_mod.export(graph, fmt), graph.number_of_nodes(), graph.number_of_edges()
+    if fmt == "svg":
+        body = await render_svg(dag_mod.export(graph, "dot"))
+    else:
+        body = dag_mod.export(graph, fmt)
+    return body, graph.number_of_nodes(), graph.number_of_edges()
+
+
+DAG_FORMATS = (*dag_mod.FORMATS, "svg")
 
 
 def dag(
     ctx: typer.Context,
     key: str = typer.Option(..., "--key", "-k", help="Whose DAG (every session of this key)."),
-    fmt: str = typer.Option("dot", "--format", "-f", help="dot, graphml or mermaid."),
+    fmt: str = typer.Option("dot", "--format", "-f", help="dot, graphml, mermaid, or svg (drawn by Graphviz dot)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
     no_messages: bool = typer.Option(False, "--no-messages", help="Leave out raw messages no summary covers."),
 ) -> None:
-    """Export a session key's summary DAG (summaries → sources) as DOT, GraphML or Mermaid."""
-    if fmt not in dag_mod.FORMATS:
-        hint = " (svg needs graphviz: export dot and run `dot -Tsvg`)" if fmt == "svg" else ""
-        raise typer.BadParameter(f"--format must be one of {', '.join(dag_mod.FORMATS)}, got {fmt!r}{hint}")
+    """Export or draw a session key's summary DAG (summaries → sources): DOT, GraphML, Mermaid or SVG.
+
+    Summary nodes show kind, depth, tokens and the time range they cover; items in the current context are drawn bold. SVG needs Graphviz's `dot` on PATH.
+    """  # noqa: E501
+    if fmt not in DAG_FORMATS:
+        raise typer.BadParameter(f"--format must be one of {', '.join(DAG_FORMATS)}, got {fmt!r}")
     body, nodes, edges = run(_dag(state_of(ctx), key, fmt, not no_messages))
     if out is None:
         print(body, end="")

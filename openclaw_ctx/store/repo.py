@@ -38,6 +38,7 @@ from openclaw_ctx.store.models import (
     Summary,
     SummaryMessage,
     SummaryParent,
+    Turn,
 )
 from openclaw_ctx.tokens import TokenCounter
 
@@ -55,10 +56,12 @@ __all__ = [
     "get_session",
     "load_context",
     "load_messages",
+    "mark_turn_compacted",
     "message_token_count",
     "new_session_id",
     "new_summary_id",
     "record_compaction",
+    "record_turn",
     "rotate_session",
     "session_chain",
     "set_engine_state",
@@ -426,15 +429,23 @@ _CONTEXT_SQL = text(
     FROM context_items AS ci
     LEFT JOIN messages AS m ON m.message_id = ci.message_id
     LEFT JOIN summaries AS s ON s.summary_id = ci.summary_id
-    WHERE ci.session_id = :sid
+    WHERE ci.session_id = :sid AND ci.ordinal > :after
     ORDER BY ci.ordinal
+    LIMIT :limit
     """
 )
 
 
-async def load_context(conn: AsyncConnection, session_id: str) -> list[ContextEntry]:
-    """The session's context items in order, resolved, with one indexed query."""
-    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id})
+async def load_context(
+    conn: AsyncConnection, session_id: str, *, after: int | None = None, limit: int | None = None
+) -> list[ContextEntry]:
+    """The session's context items in order, resolved, with one indexed query.
+
+    `after` and `limit` read one page (items with an ordinal above `after`, at most `limit` of them),
+    for work over a context too long to hold at once.
+    """
+    page = {"after": -1 if after is None else after, "limit": -1 if limit is None else limit}
+    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id, **page})
     out: list[ContextEntry] = []
     for r in rows:
         if r.item_type == "message":
@@ -597,6 +608,32 @@ async def record_compaction(conn: AsyncConnection, **values: Any) -> int:
         values["details_json"] = json.dumps(details, ensure_ascii=False, default=str) if details is not None else None
     result = await conn.execute(insert(Compaction).returning(Compaction.compaction_id), [values])
     return int(result.scalar_one())
+
+
+async def record_turn(
+    conn: AsyncConnection, session: SessionRow, *, assembled_tokens: int, budget: int, compacted: bool
+) -> int:
+    """Append a `turns` row for the key; returns its number (1, 2, … across the key's whole chain)."""
+    last = await conn.scalar(
+        select(func.coalesce(func.max(Turn.turn), 0)).where(Turn.session_key == session.session_key)
+    )
+    number = int(last or 0) + 1
+    await conn.execute(
+        insert(Turn).values(
+            session_key=session.session_key,
+            session_id=session.session_id,
+            turn=number,
+            assembled_tokens=assembled_tokens,
+            budget=budget,
+            compacted=int(compacted),
+        )
+    )
+    return number
+
+
+async def mark_turn_compacted(conn: AsyncConnection, session_key: str, turn: int) -> None:
+    """Flag a recorded turn as one during which the context was compacted."""
+    await conn.execute(update(Turn).where(Turn.session_key == session_key, Turn.turn == turn).values(compacted=1))
 
 
 # --- engine state --------------------------------------------------------------------------------

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +86,7 @@ def test_grep_sort_and_regex(db_path: Path, planted: tuple[History, History]) ->
         (["describe", "what"], 1, "not a summary id"),
         (["expand", "sum_nope"], 1, "no summary with id"),
         (["expand", "sum_nope", "--token-cap", "0"], 1, "token_cap must be a positive integer"),
-        (["dag", "--key", "agent:main:a", "--format", "svg"], 2, "graphviz"),
+        (["dag", "--key", "agent:main:a", "--format", "png"], 2, "dot, graphml, mermaid, svg"),
         (["dag", "--key", "nobody"], 1, "has no messages or summaries"),
     ],
 )
@@ -149,6 +153,49 @@ def test_dag_export_formats(db_path: Path, planted: tuple[History, History], tmp
     assert written.exit_code == 0 and "wrote" in written.stderr and written.stdout == ""
     graph = nx.read_graphml(target)
     assert set(graph.successors(a.condensed[0])) == set(a.leaves) and graph.number_of_nodes() == len(a.ids) + 3
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot is not installed")
+def test_dag_svg_draws_depth_tokens_and_time_range(db_path: Path, planted: tuple[History, History]) -> None:
+    a, _b = planted
+    result = invoke(db_path, "dag", "--key", a.key, "--format", "svg", "--no-messages")
+    assert result.exit_code == 0, result.output + result.stderr
+    root = ET.fromstring(result.stdout[result.stdout.index("<svg") :])
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert {a.condensed[0], *a.leaves} <= set(titles)
+
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute(
+            "SELECT summary_id, depth, token_count, earliest_at, latest_at FROM summaries WHERE session_key = ?",
+            (a.key,),
+        ).fetchall()
+    assert rows
+    for sid, depth, tokens, earliest, latest in rows:
+        at = texts.index(sid)
+        assert texts[at + 1].endswith(f"d{depth} {tokens} tok")
+        assert texts[at + 2] == f"{earliest} → {latest}"
+
+
+def test_dag_svg_without_graphviz_says_how_to_get_it(
+    db_path: Path, planted: tuple[History, History], tmp_path: Path
+) -> None:
+    a, _b = planted
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    out = tmp_path / "dag.svg"
+    proc = subprocess.run(
+        [sys.executable, "-m", "openclaw_ctx", "--db", str(db_path), "dag", "--key", a.key, "--format", "svg"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PATH": str(empty)},
+    )
+    assert proc.returncode == 1
+    assert "Graphviz `dot` is not installed" in proc.stderr and "apt-get install graphviz" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
 
 
 def test_help_for_every_recall_command(db_path: Path) -> None:

@@ -1,0 +1,156 @@
+"""Statistics of one session key: context tokens per turn and compactions over time.
+
+The runtime writes one `turns` row per turn (assembled tokens, budget, compacted flag). History
+that never ran through the runtime (imported transcripts) has no turn rows; its series then comes
+from the `compactions` table: the context size before and after each compaction.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import text
+
+from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.store.store import Store
+
+__all__ = ["CompactionPoint", "KeyStats", "TurnPoint", "key_stats"]
+
+
+@dataclass(frozen=True)
+class TurnPoint:
+    """One turn: what was assembled for the model, against which budget, and whether it compacted."""
+
+    turn: int
+    session_id: str
+    assembled_tokens: int
+    budget: int
+    compacted: bool
+    at: str
+
+
+@dataclass(frozen=True)
+class CompactionPoint:
+    """One compaction that changed the context."""
+
+    at: str
+    trigger: str
+    engine_id: str
+    tokens_before: int
+    tokens_after: int | None
+    summaries_created: int
+
+
+@dataclass
+class KeyStats:
+    """Everything `openclaw-ctx stats` shows for a key."""
+
+    session_key: str
+    source: Literal["turns", "compactions"]
+    sessions: int
+    messages: int
+    stored_tokens: int
+    context_tokens: int
+    summaries: int
+    max_depth: int | None
+    engine_id: str | None
+    turns: list[TurnPoint] = field(default_factory=list)
+    compactions: list[CompactionPoint] = field(default_factory=list)
+
+    @property
+    def series(self) -> list[int]:
+        """Context tokens per turn; without turn rows, before/after each compaction, then now."""
+        if self.source == "turns":
+            return [t.assembled_tokens for t in self.turns]
+        points: list[int] = []
+        for c in self.compactions:
+            points.append(c.tokens_before)
+            if c.tokens_after is not None:
+                points.append(c.tokens_after)
+        return [*points, self.context_tokens]
+
+    @property
+    def compacted(self) -> list[bool]:
+        """Per point of :attr:`series`: did a compaction happen there."""
+        if self.source == "turns":
+            return [t.compacted for t in self.turns]
+        marks: list[bool] = []
+        for c in self.compactions:
+            marks += [False, True] if c.tokens_after is not None else [True]
+        return [*marks, False]
+
+    def summary(self) -> dict[str, int]:
+        """Min, median and max of the series."""
+        values = self.series
+        if not values:
+            return {"min": 0, "median": 0, "max": 0}
+        return {"min": min(values), "median": int(statistics.median(values)), "max": max(values)}
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "sessionKey": self.session_key,
+            "source": self.source,
+            "engine": self.engine_id,
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "storedTokens": self.stored_tokens,
+            "contextTokens": self.context_tokens,
+            "summaries": self.summaries,
+            "maxDepth": self.max_depth,
+            "series": self.series,
+            "seriesSummary": self.summary(),
+            "turns": [asdict(t) for t in self.turns],
+            "compactions": [asdict(c) for c in self.compactions],
+        }
+
+
+_TOTALS = text(
+    """
+    SELECT (SELECT count(*) FROM sessions WHERE session_key = :k) AS sessions,
+           (SELECT count(*) FROM messages WHERE session_key = :k) AS messages,
+           (SELECT coalesce(sum(token_count), 0) FROM messages WHERE session_key = :k) AS stored_tokens,
+           (SELECT coalesce(sum(token_count), 0) FROM active_context WHERE session_key = :k) AS context_tokens,
+           (SELECT count(*) FROM summaries WHERE session_key = :k) AS summaries,
+           (SELECT max(depth) FROM summaries WHERE session_key = :k) AS max_depth,
+           (SELECT engine_id FROM sessions WHERE session_key = :k AND status = 'active') AS engine_id
+    """
+)
+_TURNS = text(
+    "SELECT turn, session_id, assembled_tokens, budget, compacted, at FROM turns WHERE session_key = :k ORDER BY turn"
+)
+_COMPACTIONS = text(
+    "SELECT started_at, trigger, engine_id, tokens_before, tokens_after, summaries_created FROM compactions "
+    "WHERE session_key = :k AND compacted = 1 ORDER BY started_at, compaction_id"
+)
+
+
+async def key_stats(store: Store, session_key: str) -> KeyStats:
+    """Load a key's statistics with a few indexed queries.
+
+    Raises:
+        NotFoundError: the key has no sessions.
+    """
+    async with store.read() as conn:
+        totals = (await conn.execute(_TOTALS, {"k": session_key})).one()
+        if totals.sessions == 0:
+            raise NotFoundError(f"session key {session_key!r} has no sessions")
+        turns = [
+            TurnPoint(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in await conn.execute(_TURNS, {"k": session_key})
+        ]
+        compactions = [CompactionPoint(*r) for r in await conn.execute(_COMPACTIONS, {"k": session_key})]
+    return KeyStats(
+        session_key=session_key,
+        source="turns" if turns else "compactions",
+        sessions=totals.sessions,
+        messages=totals.messages,
+        stored_tokens=totals.stored_tokens,
+        context_tokens=totals.context_tokens,
+        summaries=totals.summaries,
+        max_depth=totals.max_depth,
+        engine_id=totals.engine_id,
+        turns=turns,
+        compactions=compactions,
+    )

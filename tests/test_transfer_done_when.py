@@ -1,0 +1,76 @@
+"""Issue #5's "done when", through the real CLI: the agent-directory fixture (several keys, branched
+transcripts, compaction entries, rotated successors) imports, exports and re-imports identically,
+and still exports every message after `migrate` has switched every key both ways."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fixtures.make_agent_dir import build_agent_dir
+from test_import_export import snapshot
+from typer.testing import CliRunner, Result
+
+from examples.make_example import OUTPUT as EXAMPLE
+from openclaw_ctx import cli
+
+
+def invoke(db: Path, *args: str) -> Result:
+    if not any(c.name == "migrate" for c in cli.app.registered_commands):
+        cli._load_commands()
+    return CliRunner().invoke(cli.app, ["--db", str(db), *args])
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> Path:
+    agents = build_agent_dir(tmp_path / "state").root
+    db = tmp_path / "first.db"
+    assert invoke(db, "import", str(agents)).exit_code == 0
+    assert invoke(db, "import", str(EXAMPLE)).exit_code == 0
+    return db
+
+
+def export_all(db: Path, out: Path) -> list[str]:
+    keys = [r[0] for r in sqlite3.connect(db).execute("SELECT DISTINCT session_key FROM sessions ORDER BY 1")]
+    for key in keys:
+        result = invoke(db, "export", "--key", key, "--out", str(out))
+        assert result.exit_code == 0, result.output
+    return keys
+
+
+def messages_by_key(db: Path) -> dict[str, list[tuple[str, str]]]:
+    conn = sqlite3.connect(db)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, entry, body in conn.execute("SELECT session_key, entry_id, message_json FROM messages ORDER BY seq"):
+        out.setdefault(key, []).append((entry, body))
+    return out
+
+
+def test_import_export_reimport_is_identical(imported: Path, tmp_path: Path) -> None:
+    out = tmp_path / "exported"
+    keys = export_all(imported, out)
+    assert set(json.loads((out / "sessions.json").read_text(encoding="utf-8"))) == set(keys)
+    second = tmp_path / "second.db"
+    result = invoke(second, "import", str(out))
+    assert result.exit_code == 0, result.output
+    assert snapshot(second) == snapshot(imported)
+    again = invoke(second, "import", str(out), "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["messages_new"] == 0
+    assert snapshot(second) == snapshot(imported)
+
+
+def test_after_migrating_both_ways_every_message_and_the_chain_still_export(imported: Path, tmp_path: Path) -> None:
+    before = messages_by_key(imported)
+    for target in ("lossless-claw", "legacy"):
+        result = invoke(imported, "migrate", "--all", "--to", target, "--budget", "32000")
+        assert result.exit_code == 0, result.output
+    assert messages_by_key(imported) == before
+    out = tmp_path / "exported"
+    export_all(imported, out)
+    second = tmp_path / "second.db"
+    assert invoke(second, "import", str(out)).exit_code == 0
+    assert messages_by_key(second) == before
+    chains = "SELECT session_key, count(*) FROM sessions GROUP BY 1 ORDER BY 1"
+    assert sqlite3.connect(second).execute(chains).fetchall() == sqlite3.connect(imported).execute(chains).fetchall()

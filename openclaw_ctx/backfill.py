@@ -32,9 +32,10 @@ from typing import Any, Literal
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from engines.lossless.assemble import RenderCache, load_render_inputs
+from engines.lossless.assemble import RenderCache
 from engines.lossless.compaction import PlanItem, SweepSettings, sweep
 from engines.lossless.config import LosslessConfig
+from engines.lossless.engine import plan_items
 from engines.lossless.ingest import ENGINE_ID as LOSSLESS
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
@@ -192,7 +193,8 @@ async def backfill_key(
             page = await repo.load_context(conn, session.session_id, after=state.cursor, limit=state.batch)
             if not page:
                 break
-            items = await _plan_items(conn, store, config, await _window_entries(conn, state.window) + page)
+            entries = await _window_entries(conn, state.window) + page
+            items = await plan_items(conn, entries, RenderCache(), store.counter, config)
         outcome = await sweep(items, SweepSettings(sweep_config, state.budget), summarizer, store.counter)
         async with store.transaction() as conn:
             await _check_active(conn, session, state)
@@ -347,41 +349,6 @@ async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) ->
             fields = _summary_fields(summaries[str(ref)])
             out.append(ContextEntry(ordinal, "summary", tokens, summary_id=str(ref), summary=fields))
     return out
-
-
-async def _plan_items(
-    conn: AsyncConnection, store: Store, config: LosslessConfig, entries: Sequence[ContextEntry]
-) -> list[PlanItem]:
-    """Entries as the lossless planner sees them: summaries at their rendered cost, large messages as stubs."""
-    rendered, stubs = await load_render_inputs(
-        conn, entries, RenderCache(), store.counter, config.large_file_token_threshold
-    )
-    stats = await _summary_rows(conn, [e.summary_id for e in entries if e.summary_id is not None])
-    items: list[PlanItem] = []
-    for e in entries:
-        if e.item_type == "message":
-            assert e.message is not None and e.message_id is not None
-            stub = stubs.get(e.message_id)
-            view = stub.message if stub else e.message
-            items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
-            continue
-        assert e.summary_id is not None and e.summary is not None
-        row = stats[e.summary_id]
-        items.append(
-            PlanItem(
-                "summary",
-                e.summary_id,
-                rendered[e.summary_id].tokens,
-                depth=int(row.depth),
-                content=str(row.content),
-                earliest_at=row.earliest_at,
-                latest_at=row.latest_at,
-                descendant_count=int(row.descendant_count),
-                descendant_token_count=int(row.descendant_token_count),
-                source_message_token_count=int(row.source_message_token_count),
-            )
-        )
-    return items
 
 
 async def _finish(

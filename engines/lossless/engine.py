@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, text
@@ -51,12 +52,13 @@ from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Summary
 from openclaw_ctx.store.repo import ContextEntry, SessionRow
 from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
+from openclaw_ctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from engines.lossless.grants import GrantStore
     from engines.lossless.tools import SpawnCallback
 
-__all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine"]
+__all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine", "plan_items"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,54 @@ def _trigger_of(params: CompactParams, target: str) -> str:
     if isinstance(named, str) and named:
         return named
     return params.force_reason or ("manual" if params.force else target)
+
+
+async def plan_items(
+    conn: AsyncConnection,
+    entries: Sequence[ContextEntry],
+    renders: RenderCache,
+    counter: TokenCounter,
+    config: LosslessConfig,
+) -> list[PlanItem]:
+    """Context entries as the compaction planner sees them.
+
+    Summaries cost what their rendered XML costs; externalised large messages cost their stub.
+    """
+    rendered, stubs = await load_render_inputs(conn, entries, renders, counter, config.large_file_token_threshold)
+    ids = [e.summary_id for e in entries if e.summary_id is not None]
+    stats: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(ids), 500):
+        rows = await conn.execute(
+            select(Summary.summary_id, Summary.descendant_token_count, Summary.source_message_token_count).where(
+                Summary.summary_id.in_(ids[start : start + 500])
+            )
+        )
+        stats.update({sid: (d, s) for sid, d, s in rows})
+    items: list[PlanItem] = []
+    for e in entries:
+        if e.item_type == "message":
+            assert e.message is not None and e.message_id is not None
+            stub = stubs.get(e.message_id)
+            view = stub.message if stub else e.message
+            items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
+        else:
+            assert e.summary_id is not None and e.summary is not None
+            desc_tokens, src_tokens = stats.get(e.summary_id, (0, 0))
+            items.append(
+                PlanItem(
+                    "summary",
+                    e.summary_id,
+                    rendered[e.summary_id].tokens,
+                    depth=int(e.summary.get("depth") or 0),
+                    content=str(e.summary.get("content") or ""),
+                    earliest_at=e.summary.get("earliest_at"),
+                    latest_at=e.summary.get("latest_at"),
+                    descendant_count=int(e.summary.get("descendant_count") or 0),
+                    descendant_token_count=desc_tokens,
+                    source_message_token_count=src_tokens,
+                )
+            )
+    return items
 
 
 class LosslessContextEngine:
@@ -261,42 +311,7 @@ class LosslessContextEngine:
         self, conn: AsyncConnection, session: SessionRow
     ) -> tuple[list[ContextEntry], list[PlanItem]]:
         entries = await repo.load_context(conn, session.session_id)
-        rendered, stubs = await load_render_inputs(
-            conn, entries, self._renders, self.counter, self.config.large_file_token_threshold
-        )
-        ids = [e.summary_id for e in entries if e.summary_id is not None]
-        stats: dict[str, tuple[int, int]] = {}
-        for start in range(0, len(ids), 500):
-            rows = await conn.execute(
-                select(Summary.summary_id, Summary.descendant_token_count, Summary.source_message_token_count).where(
-                    Summary.summary_id.in_(ids[start : start + 500])
-                )
-            )
-            stats.update({sid: (d, s) for sid, d, s in rows})
-        items: list[PlanItem] = []
-        for e in entries:
-            if e.item_type == "message":
-                assert e.message is not None and e.message_id is not None
-                stub = stubs.get(e.message_id)
-                view = stub.message if stub else e.message
-                items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
-            else:
-                assert e.summary_id is not None and e.summary is not None
-                desc_tokens, src_tokens = stats.get(e.summary_id, (0, 0))
-                items.append(
-                    PlanItem(
-                        "summary",
-                        e.summary_id,
-                        rendered[e.summary_id].tokens,
-                        depth=int(e.summary.get("depth") or 0),
-                        content=str(e.summary.get("content") or ""),
-                        earliest_at=e.summary.get("earliest_at"),
-                        latest_at=e.summary.get("latest_at"),
-                        descendant_count=int(e.summary.get("descendant_count") or 0),
-                        descendant_token_count=desc_tokens,
-                        source_message_token_count=src_tokens,
-                    )
-                )
+        items = await plan_items(conn, entries, self._renders, self.counter, self.config)
         return entries, items
 
     async def _compact(

@@ -74,3 +74,12 @@ def test_after_migrating_both_ways_every_message_and_the_chain_still_export(impo
     assert messages_by_key(second) == before
     chains = "SELECT session_key, count(*) FROM sessions GROUP BY 1 ORDER BY 1"
     assert sqlite3.connect(second).execute(chains).fetchall() == sqlite3.connect(imported).execute(chains).fetchall()
+
+
+def test_an_imported_agent_directory_passes_the_deep_check(imported: Path) -> None:
+    """Abandoned branches are kept off the active path; they are not 'uncovered' messages."""
+    conn = sqlite3.connect(imported)
+    assert conn.execute("SELECT count(*) FROM messages WHERE on_active_branch = 0").fetchone()[0] > 0
+    result = invoke(imported, "doctor", "--deep", "--json")
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["deep check"]["status"] == "ok", checks["deep check"]

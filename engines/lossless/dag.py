@@ -55,7 +55,9 @@ _MESSAGE_EDGES = text(
     "FROM summaries AS s CROSS JOIN summary_messages AS sm ON sm.summary_id = s.summary_id "
     "LEFT JOIN messages AS m ON m.message_id = sm.message_id WHERE s.session_key = :k"
 )
-_MESSAGES = text("SELECT message_id, session_id, seq, role, token_count FROM messages WHERE session_key = :k")
+_MESSAGES = text(
+    "SELECT message_id, session_id, seq, role, token_count, on_active_branch FROM messages WHERE session_key = :k"
+)
 _SESSIONS = text("SELECT session_id, status FROM sessions WHERE session_key = :k ORDER BY created_at, session_id")
 _CONTEXT = text(
     "SELECT ci.session_id, ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, "
@@ -108,6 +110,7 @@ async def _load(conn: AsyncConnection, key: str, include_messages: bool) -> tupl
                 seq=r.seq,
                 tokens=r.token_count,
                 session_id=r.session_id,
+                off_branch=not r.on_active_branch or None,
             )
     for r in await conn.execute(_MESSAGE_EDGES, {"k": key}):
         node = _msg(r.message_id)
@@ -210,7 +213,8 @@ def _check_coverage(graph: nx.DiGraph[str], key: str) -> list[Problem]:
             reachable |= nx.descendants(graph, node)
     problems = []
     for node, data in graph.nodes(data=True):
-        if data["type"] != "message" or "foreign_key" in data or data.get("missing"):
+        # An imported transcript's abandoned branches are kept but were never in any context.
+        if data["type"] != "message" or "foreign_key" in data or data.get("missing") or data.get("off_branch"):
             continue
         covers = [p for p in graph.predecessors(node) if graph.nodes[p].get("kind") in ("leaf", "legacy")]
         if len(covers) > 1:

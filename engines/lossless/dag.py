@@ -193,10 +193,10 @@ def _check_summary(graph: nx.DiGraph[str], key: str, node: str, data: dict[str, 
             problems.append(Problem("depth", key, node, f"a leaf has depth {data['depth']}, expected 0"))
         if sources:
             problems.append(Problem("leaf_sources", key, node, "a leaf summary has source summaries"))
-    elif data["kind"] == "condensed":
-        if not sources:
-            problems.append(Problem("depth", key, node, "a condensed summary has no source summaries"))
-        elif all(s.get("depth") is not None for s in sources):
+    elif data["kind"] == "condensed" and not sources:
+        problems.append(Problem("depth", key, node, "a condensed summary has no source summaries"))
+    elif sources:  # condensed, or a legacy summary that updated earlier ones
+        if all(s.get("depth") is not None for s in sources):
             expected = max(s["depth"] for s in sources) + 1
             if data["depth"] != expected:
                 problems.append(Problem("depth", key, node, f"depth {data['depth']}, expected {expected}"))

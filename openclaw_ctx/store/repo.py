@@ -516,14 +516,24 @@ class NewSummary:
 
 
 async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: NewSummary) -> str:
-    """Insert a summary row and its edges; returns its id."""
+    """Insert a summary row and its edges; returns its id.
+
+    A node over other summaries sits one above the deepest of them, whatever its kind (a legacy
+    summary that updates earlier ones included), so depths stay consistent across engines.
+    """
+    depth = summary.depth
+    if summary.source_summary_ids:
+        deepest = await conn.scalar(
+            select(func.max(Summary.depth)).where(Summary.summary_id.in_(summary.source_summary_ids))
+        )
+        depth = int(deepest or 0) + 1
     await conn.execute(
         insert(Summary).values(
             summary_id=summary.summary_id,
             session_key=session.session_key,
             session_id=session.session_id,
             kind=summary.kind,
-            depth=summary.depth,
+            depth=depth,
             content=summary.content,
             token_count=summary.token_count,
             earliest_at=summary.earliest_at,

@@ -1,4 +1,4 @@
-"""Properties over random histories: ingests, turns, compactions, restarts, bootstrap after legacy.
+"""Properties over random histories: ingests, turns, compactions, restarts, engine switches.
 
 After every step: nothing ingested is lost (every message row of the key is reachable from the
 current context through summary_messages / summary_parents, by a recursive CTE), the DAG is acyclic
@@ -29,6 +29,8 @@ from lcm_helpers import (
 from sqlalchemy import text
 
 from engines.lossless.engine import LosslessContextEngine
+from openclaw_ctx.compaction import compact_session
+from openclaw_ctx.config import CompactionSettings
 from openclaw_ctx.contract import (
     AfterTurnParams,
     AssembleParams,
@@ -39,6 +41,7 @@ from openclaw_ctx.contract import (
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.repo import message_token_count
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize import default_summarizer
 
 KEY = "agent:main:prop:1"
 
@@ -51,6 +54,8 @@ step = st.one_of(
     st.tuples(st.just("assemble"), st.sampled_from([300, 1000, 4000])),
     st.tuples(st.just("restart"), st.just(0)),
     st.tuples(st.just("drain"), st.just(0)),
+    # The slot switched to legacy for a compaction (the built-in one), then back to lossless-claw.
+    st.tuples(st.just("legacy"), st.sampled_from([300, 800])),
 )
 
 
@@ -189,6 +194,22 @@ async def _scenario(steps: list[tuple[str, int]], legacy: bool, folder: Path) ->
             elif kind == "drain":
                 result = await engine.drain_debt(KEY)
                 assert result is None or result.ok
+            elif kind == "legacy" and await _has_session(store):
+                result = await compact_session(
+                    store,
+                    await active_id(store, KEY),
+                    settings=CompactionSettings(keep_recent_tokens=arg, reserve_tokens=0, reserve_tokens_floor=0),
+                    summarizer=default_summarizer(),
+                    token_budget=None,
+                    custom_instructions=None,
+                    force=True,
+                    trigger="manual",
+                )
+                assert result.ok, result.reason
+                sid = await active_id(store, KEY)
+                adopted = await engine.bootstrap(BootstrapParams(session_id=sid, session_key=KEY))
+                # The session legacy's compaction rotated to is adopted anew.
+                assert adopted.bootstrapped or not result.compacted, adopted.reason
             if await _has_session(store):
                 assert await reachable_message_ids(store, KEY) == await all_message_ids(store, KEY)
                 await _check_dag(store)
@@ -202,7 +223,7 @@ async def _has_session(store: Store) -> bool:
 
 
 @settings(
-    max_examples=12,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -19,11 +19,10 @@ from typing import Any
 
 import httpx
 import pytest
-from test_sql_docs import EXAMPLES, demo_db, live_db  # noqa: F401  (fixtures)
+from test_sql_docs import EXAMPLES, demo_db, live_db, writing  # noqa: F401  (fixtures)
 
 from openclaw_ctx.messages import UserMessage
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import tokenizer_status
 
 DATASETTE = Path(sys.executable).with_name("datasette")
@@ -119,20 +118,7 @@ def test_every_documented_query_translates() -> None:
 async def test_datasette_answers_the_documented_queries_while_the_store_writes(live_db: Path) -> None:  # noqa: F811
     if not tokenizer_status().exact:
         pytest.skip("the documented token counts need the exact o200k_base tokenizer")
-    store = await Store.open(live_db)
-    stop = asyncio.Event()
-    commits = 0
-
-    async def writer() -> None:
-        nonlocal commits
-        while not stop.is_set():
-            async with store.transaction() as conn:
-                await repo.set_engine_state(conn, "docs-writer", "live", "tick", commits)
-            commits += 1
-            await asyncio.sleep(0.001)
-
-    task = asyncio.create_task(writer())
-    try:
+    async with writing(live_db) as store:
         async with datasette(live_db) as base, httpx.AsyncClient(timeout=60) as client:
             for name, (sql, output) in EXAMPLES.items():
                 rows = await query(client, base, live_db, sql)
@@ -149,8 +135,3 @@ async def test_datasette_answers_the_documented_queries_while_the_store_writes(l
             assert "live:pending" in {row["session_key"] for row in rows}
             write = await client.get(f"{base}/{live_db.stem}.json", params={"sql": "DELETE FROM messages"})
             assert write.status_code == 400
-    finally:
-        stop.set()
-        await task
-        await store.close()
-    assert commits > 0

@@ -9,9 +9,11 @@ library computes through its own API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +99,10 @@ class _Rollback(Exception):
     pass
 
 
-async def test_documented_queries_answer_as_documented_while_the_store_writes(live_db: Path) -> None:
-    if not tokenizer_status().exact:
-        pytest.skip("the documented token counts need the exact o200k_base tokenizer")
-    store = await Store.open(live_db)
+@contextlib.asynccontextmanager
+async def writing(path: Path) -> AsyncIterator[Store]:
+    """The store open on `path` with a task committing small writes until the block ends (a live runtime)."""
+    store = await Store.open(path)
     stop = asyncio.Event()
     commits = 0
 
@@ -110,10 +112,22 @@ async def test_documented_queries_answer_as_documented_while_the_store_writes(li
             async with store.transaction() as conn:
                 await repo.set_engine_state(conn, "docs-writer", "live", "tick", commits)
             commits += 1
-            await asyncio.sleep(0)
+            await asyncio.sleep(0.001)
 
     task = asyncio.create_task(writer())
     try:
+        yield store
+    finally:
+        stop.set()
+        await task
+        await store.close()
+    assert commits > 0, "the writer committed while the readers read"
+
+
+async def test_documented_queries_answer_as_documented_while_the_store_writes(live_db: Path) -> None:
+    if not tokenizer_status().exact:
+        pytest.skip("the documented token counts need the exact o200k_base tokenizer")
+    async with writing(live_db) as store:
         for name, (sql, expected) in EXAMPLES.items():
             code, out, err = await sqlite3_cli(live_db, sql)
             assert (code, err) == (0, ""), name
@@ -128,11 +142,6 @@ async def test_documented_queries_answer_as_documented_while_the_store_writes(li
                 )
                 assert (await sqlite3_cli(live_db, sql))[1] == expected
                 raise _Rollback
-    finally:
-        stop.set()
-        await task
-        await store.close()
-    assert commits > 0
 
 
 async def test_the_client_cannot_write(live_db: Path) -> None:

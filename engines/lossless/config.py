@@ -33,7 +33,6 @@ _ACCEPTED_UNUSED = frozenset(
         "databasePath",
         "dbPath",
         "largeFilesDir",
-        "delegationTimeoutMs",
         "enableSummaryThinking",
         "expansionModel",
         "expansionProvider",
@@ -106,6 +105,8 @@ class LosslessConfig(BaseModel):
     """Cap on the host's token budget for assembly and compaction."""
     fallback_max_tokens: int = Field(512, ge=64)
     max_expand_tokens: int = Field(4000, ge=1)
+    delegation_timeout_ms: int = Field(120000, ge=1000)
+    """How long lcm_expand_query waits for its recall sub-agent (a call's `timeoutMs` overrides it)."""
     large_file_token_threshold: int = Field(25000, ge=1)
     ignore_session_patterns: list[str] = Field(default_factory=list)
     stateless_session_patterns: list[str] = Field(default_factory=list)

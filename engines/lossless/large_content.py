@@ -171,7 +171,8 @@ def _user_stub(file_id: str, body: str, threshold: int, counter: TokenCounter) -
     blocks = list(_FILE_BLOCK.finditer(body))
     big = [b for b in blocks if counter.count(b.group(2)) >= threshold // 2] if blocks else []
     if not big:
-        return _file_stub(file_id, None, "pasted text", "text/plain", body), "pasted text", "text/plain"
+        stub = _file_stub(file_id, None, "pasted text", "text/plain", body) + f"\n{_retrieval_hint(file_id)}"
+        return stub, "pasted text", "text/plain"
     out: list[str] = []
     last = 0
     first_name, first_mime = "", ""

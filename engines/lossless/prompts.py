@@ -144,5 +144,7 @@ stored and can be recovered exactly.
   depends on it.
 - Before quoting exact identifiers (commands, SHAs, file paths, URLs, numbers, timestamps) that you
   only see in a summary, expand first and quote the original.
+- Large files and tool outputs appear as "[LCM File: file_...]" or "[LCM Tool Output: file_...]"
+  stubs with an exploration summary; lcm_describe(id="file_...", expandFile=true) returns the text.
 - Search this session by default; search all sessions only when the user refers to earlier work
   outside this conversation."""

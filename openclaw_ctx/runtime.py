@@ -224,6 +224,8 @@ class Runtime:
     ) -> TurnResult:
         """Run one user turn on `session_key` and persist everything it produced."""
         user = prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt, timestamp=_now_ms())
+        # The previous turn's deferred compaction finishes first, even when it has not started yet.
+        await self.settle(session_key)
         async with self._lock(session_key):
             return await self._run_turn(session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
 
@@ -520,7 +522,7 @@ class Runtime:
         """Pay an owning engine's deferred compaction debt in the background, after the reply.
 
         The reply does not wait for it (reference #313: 3.5–29 s per pass); the next turn on the key
-        does, through the key's lock, so it never assembles from a half-paid debt.
+        does (`run_turn` settles the key first), so it never assembles from a half-paid debt.
         """
         drain = getattr(self.engine, "drain_debt", None)
         if not callable(drain) or getattr(self.engine, "quarantined", False):

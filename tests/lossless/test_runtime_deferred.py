@@ -83,3 +83,19 @@ async def test_reply_returns_before_the_deferred_compaction_and_the_next_turn_wa
     assert await compactions(store) >= 1
     assert {r["summarizer"] for r in await summary_rows(store, KEY)} == {"gated"}
     await runtime.dispose()
+
+
+async def test_back_to_back_turns_pay_the_debt_before_the_next_turn(store: Store) -> None:
+    """No settle() between turns: the next turn still starts after the deferred compaction."""
+    words = " ".join(f"word{i}" for i in range(120))
+    model = ScriptedModel([reply(f"answer {i} {words}") for i in range(12)], context_window=8_000)
+    runtime = await Runtime.create(store, config=config(), model=model)
+    for i in range(12):
+        await runtime.run_turn(KEY, f"question {i} {words}")
+    await runtime.dispose()
+    async with store.read() as conn:
+        rows = (await conn.execute(text("SELECT turn, session_id, compacted FROM turns ORDER BY turn"))).all()
+    debts = [(a, b) for a, b in zip(rows, rows[1:], strict=False) if a.compacted]
+    assert debts, "the threshold was crossed"
+    for debt_turn, next_turn in debts:
+        assert next_turn.session_id != debt_turn.session_id, f"turn {next_turn.turn} ran before the compaction"

@@ -29,6 +29,7 @@ from openclaw_ctx.store.models import Compaction, ContextItem, Message, Session,
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import TRANSCRIPT_VERSION, iso_to_ms
+from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, SUMMARY_TYPE, context_data, summary_data
 
 __all__ = ["ExportReport", "ExportedFile", "export_session", "session_lines"]
 
@@ -91,12 +92,27 @@ class _Lines:
     leaf: str | None = None
     ids: set[str] = field(default_factory=set)
     messages: int = 0
+    # Summary nodes already written as lcm-summary entries, and the data of the last lcm-context entry.
+    summaries: set[str] = field(default_factory=set)
+    context: Any = None
 
     def add(self, obj: dict[str, Any], *, raw: str | None = None) -> None:
         self.lines.append(raw if raw is not None else _dumps(obj))
         self.leaf = obj.get("id") or self.leaf
         if obj.get("id"):
             self.ids.add(str(obj["id"]))
+        data = obj.get("data") if obj.get("type") == "custom" else None
+        if obj.get("customType") == SUMMARY_TYPE and isinstance(data, dict):
+            self.summaries.add(str(data.get("summaryId")))
+        elif obj.get("customType") == CONTEXT_TYPE:
+            self.context = data
+
+    def add_custom(self, custom_type: str, data: dict[str, Any], timestamp: str, seed: str) -> None:
+        """Append a `custom` entry (extension state, never model context) at the leaf, with a stable id."""
+        digest = hashlib.sha256(f"{custom_type}\0{seed}".encode()).hexdigest()
+        entry_id = next((digest[:n] for n in (8, 16) if digest[:n] not in self.ids), digest)
+        entry = {"type": "custom", "id": entry_id, "parentId": self.leaf, "timestamp": timestamp}
+        self.add(entry | {"customType": custom_type, "data": data})
 
 
 async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> dict[str, Any]:
@@ -228,11 +244,23 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
         out.add(entry)
 
 
+async def _lcm_lines(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
+    """The lossless DAG nodes created in this session and, for a lossless projection, its context items."""
+    for data in await summary_data(conn, session.session_id, _entry_id):
+        if data["summaryId"] not in out.summaries:
+            out.add_custom(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at, data["summaryId"])
+    context = await context_data(conn, session, _entry_id)
+    if context is not None and context != out.context:
+        updated = await conn.scalar(select(Session.updated_at).where(Session.session_id == session.session_id))
+        out.add_custom(CONTEXT_TYPE, context, updated or session.created_at, f"{session.session_id}\0{_dumps(context)}")
+
+
 async def session_lines(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> tuple[list[str], int]:
     """The JSONL lines of one session (header first) and how many of them are messages."""
     out = _Lines()
     await _stored_lines(conn, session, out)
     await _native_lines(conn, session, out)
+    await _lcm_lines(conn, session, out)
     header = await _header(conn, session, parent_path)
     return [_dumps(header), *out.lines], out.messages
 

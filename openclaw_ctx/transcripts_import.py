@@ -68,6 +68,7 @@ from openclaw_ctx.transcripts import (
     iter_entries,
     read_transcript,
 )
+from openclaw_ctx.transcripts_lcm import resolve_context, restore_summaries, set_engine, split_lcm_entries
 
 __all__ = [
     "IMPORT_SUMMARIZER",
@@ -609,14 +610,37 @@ async def _write_context(
     ids: dict[str, AppendResult],
     summaries: dict[str, str],
     changed: bool,
+    projection: tuple[str | None, list[dict[str, Any]]] | None,
 ) -> None:
-    """Replace the session's context items with buildSessionContext's view (only when something changed)."""
+    """Replace the session's context items (only when something changed).
+
+    With an lcm-context entry on the branch (`projection`) they are what it records, and the session
+    becomes that engine's; otherwise they are buildSessionContext's view.
+    """
     if (
         not changed
         and await conn.scalar(select(ContextItem.ordinal).where(ContextItem.session_id == session.session_id))
         is not None
     ):
         return
+    if projection is not None:
+        engine_id, items = projection
+        await set_engine(conn, session, engine_id)
+    else:
+        items = await _built_context(conn, session, t, ids, summaries)
+    await conn.execute(delete(ContextItem).where(ContextItem.session_id == session.session_id))
+    for start in range(0, len(items), _BATCH):
+        await conn.execute(insert(ContextItem), items[start : start + _BATCH])
+
+
+async def _built_context(
+    conn: AsyncConnection,
+    session: SessionRow,
+    t: Transcript,
+    ids: dict[str, AppendResult],
+    summaries: dict[str, str],
+) -> list[dict[str, Any]]:
+    """buildSessionContext's view of the branch as `context_items` rows."""
     token_of: dict[str, int] = {}
     if summaries:
         rows = await conn.execute(
@@ -634,15 +658,14 @@ async def _write_context(
             items.append(
                 base | {"item_type": "message", "message_id": result.message_id, "token_count": result.token_count}
             )
-    await conn.execute(delete(ContextItem).where(ContextItem.session_id == session.session_id))
-    for start in range(0, len(items), _BATCH):
-        await conn.execute(insert(ContextItem), items[start : start + _BATCH])
+    return items
 
 
 async def import_transcript(
     conn: AsyncConnection, counter: TokenCounter, t: Transcript, source: SourceFile, report: FileReport
 ) -> None:
     """Write one read transcript in the caller's transaction; fills `report`."""
+    lcm = split_lcm_entries(t)
     report.entries = len(t.entries)
     report.skipped_lines = len(t.errors)
     session = await _session_for(conn, source, report)
@@ -653,8 +676,13 @@ async def import_transcript(
     path = t.active_branch()
     active = {e.id for e in path}
     ids = await _write_messages(conn, counter, session, t, active, report)
+    restored = await restore_summaries(conn, session, t, lcm)
+    summaries, legacy = await _write_summaries(conn, counter, session, path, ids)
+    report.summaries_new = restored + legacy
+    projection = await resolve_context(conn, session, t, lcm)
+    # Entries are written last: an lcm entry whose references do not resolve is a malformed line.
     report.entries_new = await _write_entries(conn, session, t, active)
-    summaries, report.summaries_new = await _write_summaries(conn, counter, session, path, ids)
+    report.entries, report.skipped_lines = len(t.entries), len(t.errors)
     changed = bool(report.messages_new or report.entries_new or report.summaries_new)
-    await _write_context(conn, session, t, ids, summaries, changed)
+    await _write_context(conn, session, t, ids, summaries, changed, projection)
     await _settle_status(conn, session)

@@ -1,0 +1,409 @@
+"""Lossless-claw's summary DAG and context projection carried inside OpenClaw JSONL transcripts.
+
+OpenClaw has no entry type for a DAG summary, so export writes each `leaf` / `condensed` node as a
+``custom`` entry — extension state that OpenClaw keeps in the file and never shows the model — and
+import rebuilds the rows from it:
+
+- ``customType: "openclaw-ctx/lcm-summary"``: ``data`` is the whole `summaries` row (``summaryId``,
+  ``kind``, ``depth``, ``content``, ``tokenCount``, ``earliestAt``/``latestAt``, the descendant and
+  source token counts, ``summarizer``, ``model``, ``fallbackLevel``, ``details``, ``createdAt``) plus
+  its edges: ``sourceEntryIds`` (the entry ids of the messages it covers, in `summary_messages`
+  order) and ``sourceSummaryIds`` (`summary_parents` order). A node is written in the file of the
+  session it was created in, after every node it was built from.
+- ``customType: "openclaw-ctx/lcm-context"``: ``data`` is ``{engineId, items}``, the session's
+  `context_items` in order, each ``{ordinal, entryId | summaryId, tokenCount}``. The last one on the
+  active branch is the session's projection; without one, import falls back to buildSessionContext.
+
+Data that does not validate, or that names a message or summary the store does not have, makes the
+line a malformed one: reported as ``file:line: reason`` and kept verbatim, the rest of the file
+imports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from sqlalchemy import literal_column, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from openclaw_ctx.store.models import ContextItem, Message, Session, Summary, SummaryMessage, SummaryParent
+from openclaw_ctx.store.repo import NewSummary, SessionRow, insert_summary
+from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptLineError
+
+__all__ = [
+    "CONTEXT_TYPE",
+    "LCM_ENGINE_ID",
+    "SUMMARY_TYPE",
+    "ContextData",
+    "LcmEntries",
+    "SummaryData",
+    "context_data",
+    "reject",
+    "resolve_context",
+    "restore_summaries",
+    "set_engine",
+    "split_lcm_entries",
+    "summary_data",
+]
+
+SUMMARY_TYPE = "openclaw-ctx/lcm-summary"
+CONTEXT_TYPE = "openclaw-ctx/lcm-context"
+LCM_ENGINE_ID = "lossless-claw"
+FORMAT_VERSION = 1
+_DAG_KINDS = ("leaf", "condensed")
+_CHUNK = 500
+
+NonNegative = Annotated[int, Field(ge=0)]
+EntryIdOf = Callable[[str | None, int], str]
+"""How export names a message: ``(messages.entry_id, messages.message_id) -> transcript entry id``."""
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(strict=True, alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    version: Annotated[int, Field(ge=1, le=FORMAT_VERSION)] = FORMAT_VERSION
+
+
+class SummaryData(_Data):
+    """The ``data`` of an ``openclaw-ctx/lcm-summary`` entry: one `summaries` row and its edges."""
+
+    summary_id: Annotated[str, Field(min_length=1)]
+    kind: Literal["leaf", "condensed", "legacy"]
+    depth: NonNegative = 0
+    content: str
+    token_count: NonNegative
+    earliest_at: str | None = None
+    latest_at: str | None = None
+    descendant_count: NonNegative = 0
+    descendant_token_count: NonNegative = 0
+    source_message_token_count: NonNegative = 0
+    summarizer: str
+    model: str | None = None
+    fallback_level: str = "none"
+    details: Any = None
+    created_at: str | None = None
+    source_entry_ids: list[str] = Field(default_factory=list)
+    source_summary_ids: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _edges_are_sets(self) -> SummaryData:
+        for name, ids in (("sourceEntryIds", self.source_entry_ids), ("sourceSummaryIds", self.source_summary_ids)):
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"{name} lists an id twice")
+        if self.summary_id in self.source_summary_ids:
+            raise ValueError("sourceSummaryIds names the summary itself")
+        return self
+
+
+class ContextItemData(_Data):
+    """One context item: a message (by transcript entry id) or a summary (by id)."""
+
+    ordinal: NonNegative
+    entry_id: str | None = None
+    summary_id: str | None = None
+    token_count: NonNegative
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> ContextItemData:
+        if (self.entry_id is None) == (self.summary_id is None):
+            raise ValueError("an item needs exactly one of entryId and summaryId")
+        return self
+
+
+class ContextData(_Data):
+    """The ``data`` of an ``openclaw-ctx/lcm-context`` entry: a session's `context_items`."""
+
+    engine_id: str | None = None
+    items: list[ContextItemData]
+
+    @model_validator(mode="after")
+    def _ordinals_unique(self) -> ContextData:
+        ordinals = [i.ordinal for i in self.items]
+        if len(set(ordinals)) != len(ordinals):
+            raise ValueError("two items share an ordinal")
+        return self
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True)
+
+
+# --- export ------------------------------------------------------------------------------------------
+
+
+async def summary_data(conn: AsyncConnection, session_id: str, entry_id_of: EntryIdOf) -> list[dict[str, Any]]:
+    """The lcm-summary ``data`` of every DAG node created in `session_id`, sources before the nodes built on them.
+
+    `entry_id_of(entry_id, message_id)` gives the transcript entry id a message is exported under.
+    Insertion (rowid) order is a valid order: the foreign keys of the edges make a node's sources older.
+    """
+    rows = (
+        await conn.execute(
+            select(Summary)
+            .where(Summary.session_id == session_id, Summary.kind.in_(_DAG_KINDS))
+            .order_by(literal_column("summaries.rowid"))
+        )
+    ).all()
+    if not rows:
+        return []
+    ids = [r.summary_id for r in rows]
+    messages: dict[str, list[str]] = {}
+    parents: dict[str, list[str]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        edges = await conn.execute(
+            select(SummaryMessage.summary_id, Message.entry_id, Message.message_id)
+            .join(Message, Message.message_id == SummaryMessage.message_id)
+            .where(SummaryMessage.summary_id.in_(chunk))
+            .order_by(SummaryMessage.summary_id, SummaryMessage.ordinal)
+        )
+        for summary_id, entry_id, message_id in edges:
+            messages.setdefault(summary_id, []).append(entry_id_of(entry_id, message_id))
+        links = await conn.execute(
+            select(SummaryParent.summary_id, SummaryParent.source_summary_id)
+            .where(SummaryParent.summary_id.in_(chunk))
+            .order_by(SummaryParent.summary_id, SummaryParent.ordinal)
+        )
+        for summary_id, source in links:
+            parents.setdefault(summary_id, []).append(source)
+    out = []
+    for row in rows:
+        data = SummaryData(
+            summary_id=row.summary_id,
+            kind=row.kind,
+            depth=row.depth,
+            content=row.content,
+            token_count=row.token_count,
+            earliest_at=row.earliest_at,
+            latest_at=row.latest_at,
+            descendant_count=row.descendant_count,
+            descendant_token_count=row.descendant_token_count,
+            source_message_token_count=row.source_message_token_count,
+            summarizer=row.summarizer,
+            model=row.model,
+            fallback_level=row.fallback_level,
+            details=_loads(row.details_json),
+            created_at=row.created_at,
+            source_entry_ids=messages.get(row.summary_id, []),
+            source_summary_ids=parents.get(row.summary_id, []),
+        )
+        out.append(_dump(data))
+    return out
+
+
+def _loads(raw: str | None) -> Any:
+    return json.loads(raw) if raw is not None else None
+
+
+async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: EntryIdOf) -> dict[str, Any] | None:
+    """The lcm-context ``data`` of a session whose projection is lossless-claw's, else None.
+
+    That is a session of the lossless engine, or one whose context holds a leaf or condensed node.
+    """
+    rows = (
+        await conn.execute(
+            select(
+                ContextItem.ordinal,
+                ContextItem.item_type,
+                ContextItem.summary_id,
+                ContextItem.token_count,
+                Message.entry_id,
+                Message.message_id,
+                Summary.kind,
+            )
+            .outerjoin(Message, Message.message_id == ContextItem.message_id)
+            .outerjoin(Summary, Summary.summary_id == ContextItem.summary_id)
+            .where(ContextItem.session_id == session.session_id)
+            .order_by(ContextItem.ordinal)
+        )
+    ).all()
+    if session.engine_id != LCM_ENGINE_ID and not any(r.kind in _DAG_KINDS for r in rows):
+        return None
+    items = [
+        ContextItemData(
+            ordinal=r.ordinal,
+            entry_id=entry_id_of(r.entry_id, r.message_id) if r.item_type == "message" else None,
+            summary_id=r.summary_id if r.item_type == "summary" else None,
+            token_count=r.token_count,
+        )
+        for r in rows
+    ]
+    data = _dump(ContextData(engine_id=session.engine_id, items=items))
+    data["items"] = [{k: v for k, v in item.items() if v is not None and k != "version"} for item in data["items"]]
+    return data
+
+
+# --- import ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LcmEntries:
+    """The lcm entries of a transcript that validated, in file order."""
+
+    summaries: list[tuple[CustomEntry, SummaryData]]
+    contexts: list[tuple[CustomEntry, ContextData]]
+
+
+def _reason(custom_type: str, exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"])
+    return f"{custom_type} data{'.' + where if where else ''}: {error['msg']}"
+
+
+def reject(t: Transcript, entry: Entry, reason: str) -> None:
+    """Turn an entry read as valid into a malformed line (reported, kept verbatim; the tree walks through it)."""
+    t.entries.remove(entry)
+    t.by_id.pop(entry.id, None)
+    t.broken_parents[entry.id] = entry.parent_id
+    raw = entry.source if entry.source is not None else str(entry.raw)
+    t.errors.append(TranscriptLineError(t.path, entry.line_no, reason, raw, entry.id, entry.parent_id))
+    t.errors.sort(key=lambda e: e.line_no)
+
+
+def split_lcm_entries(t: Transcript) -> LcmEntries:
+    """Validate every lcm entry of `t`; the invalid ones become malformed lines of `t`."""
+    found = LcmEntries([], [])
+    for entry in list(t.entries):
+        if not isinstance(entry, CustomEntry) or entry.custom_type not in (SUMMARY_TYPE, CONTEXT_TYPE):
+            continue
+        data = entry.data if isinstance(entry.data, dict) else None
+        if data is None:
+            reject(t, entry, f"{entry.custom_type} data: expected an object")
+            continue
+        try:
+            if entry.custom_type == SUMMARY_TYPE:
+                found.summaries.append((entry, SummaryData.model_validate(data)))
+            else:
+                found.contexts.append((entry, ContextData.model_validate(data)))
+        except ValidationError as exc:
+            reject(t, entry, _reason(entry.custom_type, exc))
+    return found
+
+
+async def _message_ids(conn: AsyncConnection, session_key: str, entry_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+    wanted = list(set(entry_ids))
+    found: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(wanted), _CHUNK):
+        rows = await conn.execute(
+            select(Message.entry_id, Message.message_id, Message.token_count).where(
+                Message.session_key == session_key, Message.entry_id.in_(wanted[start : start + _CHUNK])
+            )
+        )
+        found.update({e: (m, n) for e, m, n in rows if e is not None})
+    return found
+
+
+async def _summary_keys(conn: AsyncConnection, summary_ids: Iterable[str]) -> dict[str, str]:
+    wanted = list(set(summary_ids))
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), _CHUNK):
+        rows = await conn.execute(
+            select(Summary.summary_id, Summary.session_key).where(
+                Summary.summary_id.in_(wanted[start : start + _CHUNK])
+            )
+        )
+        found.update((row.summary_id, row.session_key) for row in rows)
+    return found
+
+
+async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> int:
+    """Insert the file's summary nodes that the store lacks (with their edges); returns how many.
+
+    A node already stored under this key is skipped (re-imports add nothing); one whose sources are
+    not stored, or whose id belongs to another key, becomes a malformed line of `t`.
+    """
+    nodes = found.summaries
+    messages = await _message_ids(conn, session.session_key, (e for _, d in nodes for e in d.source_entry_ids))
+    known = await _summary_keys(
+        conn, [d.summary_id for _, d in nodes] + [s for _, d in nodes for s in d.source_summary_ids]
+    )
+    created = 0
+    for entry, data in nodes:
+        if data.summary_id in known:
+            if known[data.summary_id] != session.session_key:
+                reject(t, entry, f"summary {data.summary_id} is already stored under key {known[data.summary_id]!r}")
+            continue
+        missing = [e for e in data.source_entry_ids if e not in messages]
+        if missing:
+            reject(t, entry, f"{SUMMARY_TYPE}: source message entry {missing[0]!r} is not stored under this key")
+            continue
+        absent = [s for s in data.source_summary_ids if known.get(s) != session.session_key]
+        if absent:
+            reject(t, entry, f"{SUMMARY_TYPE}: source summary {absent[0]!r} is not stored under this key")
+            continue
+        await insert_summary(
+            conn,
+            session,
+            NewSummary(
+                kind=data.kind,
+                content=data.content,
+                token_count=data.token_count,
+                summarizer=data.summarizer,
+                source_message_ids=[messages[e][0] for e in data.source_entry_ids],
+                source_summary_ids=list(data.source_summary_ids),
+                depth=data.depth,
+                model=data.model,
+                fallback_level=data.fallback_level,
+                earliest_at=data.earliest_at,
+                latest_at=data.latest_at,
+                descendant_count=data.descendant_count,
+                descendant_token_count=data.descendant_token_count,
+                source_message_token_count=data.source_message_token_count,
+                details=data.details,
+                summary_id=data.summary_id,
+                created_at=data.created_at,
+            ),
+        )
+        known[data.summary_id] = session.session_key
+        created += 1
+    return created
+
+
+async def resolve_context(
+    conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries
+) -> tuple[str | None, list[dict[str, Any]]] | None:
+    """The engine id and `context_items` rows of the last lcm-context entry on the active branch, or None.
+
+    An entry that names a message or summary the store does not have becomes a malformed line of `t`
+    (and the one before it on the branch is tried).
+    """
+    branch = {e.id for e in t.active_branch()}
+    for entry, data in reversed([(e, d) for e, d in found.contexts if e.id in branch]):
+        messages = await _message_ids(conn, session.session_key, (i.entry_id for i in data.items if i.entry_id))
+        summaries = await _summary_keys(conn, (i.summary_id for i in data.items if i.summary_id))
+        problem = next(
+            (
+                f"entry {i.entry_id!r}" if i.entry_id is not None else f"summary {i.summary_id!r}"
+                for i in data.items
+                if (i.entry_id is not None and i.entry_id not in messages)
+                or (i.summary_id is not None and summaries.get(i.summary_id) != session.session_key)
+            ),
+            None,
+        )
+        if problem is not None:
+            reject(t, entry, f"{CONTEXT_TYPE}: item {problem} is not stored under this key")
+            continue
+        rows = [
+            {
+                "session_id": session.session_id,
+                "ordinal": i.ordinal,
+                "item_type": "message" if i.entry_id is not None else "summary",
+                "message_id": messages[i.entry_id][0] if i.entry_id is not None else None,
+                "summary_id": i.summary_id,
+                "token_count": i.token_count,
+            }
+            for i in data.items
+        ]
+        return data.engine_id, rows
+    return None
+
+
+async def set_engine(conn: AsyncConnection, session: SessionRow, engine_id: str | None) -> None:
+    """Record whose projection the session's context items are."""
+    if engine_id is not None and engine_id != session.engine_id:
+        await conn.execute(update(Session).where(Session.session_id == session.session_id).values(engine_id=engine_id))

@@ -5,7 +5,9 @@ order (non-message entries verbatim, message envelopes joined with their stored 
 any message the runtime appended since. A session the runtime created is written from its messages,
 with `compaction` entries regenerated from its `legacy` summary nodes the way OpenClaw writes them:
 appended to the compacted session's file, and repeated after the kept messages at the start of the
-successor's file. Exporting a session key writes one file per session of its chain (each successor's
+successor's file. lossless-claw's summary nodes created in a session and, for a lossless projection,
+its context items are appended as `custom` entries (see :mod:`openclaw_ctx.transcripts_lcm`) unless
+the replayed lines already hold them. Exporting a session key writes one file per session of its chain (each successor's
 header names its predecessor's exported file as `parentSession`) and a `sessions.json` that maps the
 key to the newest session, so the directory imports back under the same key.
 """

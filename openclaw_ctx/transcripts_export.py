@@ -31,11 +31,9 @@ from openclaw_ctx.store.models import Compaction, ContextItem, Message, Session,
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import TRANSCRIPT_VERSION, iso_to_ms
-from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, SUMMARY_TYPE, context_data, summary_data
+from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, IMPORT_SUMMARIZER, SUMMARY_TYPE, context_data, summary_data
 
 __all__ = ["ExportReport", "ExportedFile", "export_session", "session_lines"]
-
-_IMPORTED = "openclaw-import"
 
 
 @dataclass(frozen=True)
@@ -201,6 +199,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
         for row in kept:
             _message_entry(out, row.entry_id, row.message_id, row.message_json, row.created_at)
         first = _entry_id(kept[0].entry_id, kept[0].message_id) if kept else None
+        await _summary_lines(conn, session, out, [str(opening[0].summary_id)])
         await _compaction_lines(conn, [str(opening[0].summary_id)], out, first)
     rows = await conn.execute(
         select(Message.entry_id, Message.message_id, Message.message_json, Message.created_at)
@@ -210,6 +209,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
     for entry_id, message_id, message_json, created in rows:
         if entry_id is None or entry_id not in out.ids:
             _message_entry(out, entry_id, message_id, message_json, created)
+    await _summary_lines(conn, session, out)
     done = (
         await conn.execute(
             select(Compaction.summary_id, Message.entry_id, Message.message_id)
@@ -218,7 +218,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
             .where(
                 Compaction.before_session_id == session.session_id,
                 Summary.kind == "legacy",
-                Summary.summarizer != _IMPORTED,
+                Summary.summarizer != IMPORT_SUMMARIZER,
             )
             .order_by(Compaction.compaction_id)
         )
@@ -238,7 +238,7 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
                 select(Summary.content, Summary.created_at, Summary.summarizer).where(Summary.summary_id == summary_id)
             )
         ).one()
-        if summarizer == _IMPORTED:
+        if summarizer == IMPORT_SUMMARIZER:
             continue
         before = await conn.scalar(select(Compaction.tokens_before).where(Compaction.summary_id == summary_id))
         entry: dict[str, Any] = {"type": "compaction", "id": entry_id, "parentId": out.leaf, "timestamp": created}
@@ -246,11 +246,22 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
         out.add(entry)
 
 
-async def _lcm_lines(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
-    """The lossless DAG nodes created in this session and, for a lossless projection, its context items."""
-    for data in await summary_data(conn, session.session_id, _entry_id):
+async def _summary_lines(
+    conn: AsyncConnection, session: SessionRow, out: _Lines, summary_ids: list[str] | None = None
+) -> None:
+    """lcm-summary entries for the summaries created in this session (or the given ones) not written yet.
+
+    A runtime-written legacy summary gets one too, before its `compaction` entry, so it keeps its id
+    and edges on import.
+    """
+    where = {"summary_ids": summary_ids} if summary_ids is not None else {"session_id": session.session_id}
+    for data in await summary_data(conn, _entry_id, _compaction_entry_id, **where):
         if data["summaryId"] not in out.summaries:
             out.add_custom(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at, data["summaryId"])
+
+
+async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
+    """For a lossless projection, an lcm-context entry with its context items (unless the last one says the same)."""
     context = await context_data(conn, session, _entry_id)
     if context is not None and context != out.context:
         updated = await conn.scalar(select(Session.updated_at).where(Session.session_id == session.session_id))
@@ -262,7 +273,7 @@ async def session_lines(conn: AsyncConnection, session: SessionRow, parent_path:
     out = _Lines()
     await _stored_lines(conn, session, out)
     await _native_lines(conn, session, out)
-    await _lcm_lines(conn, session, out)
+    await _context_line(conn, session, out)
     header = await _header(conn, session, parent_path)
     return [_dumps(header), *out.lines], out.messages
 

@@ -72,7 +72,14 @@ from openclaw_ctx.transcripts import (
     iter_entries,
     read_transcript,
 )
-from openclaw_ctx.transcripts_lcm import resolve_context, restore_summaries, set_engine, split_lcm_entries
+from openclaw_ctx.transcripts_lcm import (
+    IMPORT_SUMMARIZER,
+    Restored,
+    resolve_context,
+    restore_summaries,
+    set_engine,
+    split_lcm_entries,
+)
 
 __all__ = [
     "IMPORT_SUMMARIZER",
@@ -88,7 +95,6 @@ __all__ = [
     "parent_from_store",
 ]
 
-IMPORT_SUMMARIZER = "openclaw-import"
 _BATCH = 1000
 _COUNTERS = ("entries", "entries_new", "messages_new", "messages_duplicate", "summaries_new", "skipped_lines")
 _UUID_TAIL = re.compile(r"([0-9a-fA-F-]{36})$")
@@ -520,10 +526,17 @@ async def _write_summaries(
     session: SessionRow,
     path: list[Entry],
     ids: dict[str, AppendResult],
+    restored: Restored,
 ) -> tuple[dict[str, str], int]:
-    """A legacy summary per compaction on the branch; returns entry id → summary id and the count created."""
+    """A legacy summary per compaction on the branch; returns entry id → summary id and the count created.
+
+    A compaction entry that stands for a summary restored from its lcm-summary entry keeps that summary
+    (and gets its audit row when the summary was restored now).
+    """
     compactions = [(i, e) for i, e in enumerate(path) if isinstance(e, CompactionEntry)]
-    wanted = {e.id: legacy_summary_id(session.session_key, e.id) for _, e in compactions}
+    wanted = {
+        e.id: restored.by_compaction.get(e.id) or legacy_summary_id(session.session_key, e.id) for _, e in compactions
+    }
     existing = set(
         (await conn.execute(select(Summary.summary_id).where(Summary.summary_id.in_(list(wanted.values()))))).scalars()
     )
@@ -537,6 +550,8 @@ async def _write_summaries(
             await _insert_legacy(conn, counter, session, entry, path[start:end], ids, previous, summary_id)
             existing.add(summary_id)
             created += 1
+        elif summary_id in restored.created:
+            await _record_compaction(conn, session, entry, ids, summary_id)
         start, previous = max(start, end), summary_id
     return wanted, created
 
@@ -562,7 +577,6 @@ async def _insert_legacy(
         below = (row[0], row[1]) if row else below
     tokens = sum(ids[e.id].token_count for e in sources)
     stamps = sorted(s for s in (_store_time(e.timestamp) for e in sources) if s)
-    first_kept = ids.get(entry.first_kept_entry_id or "")
     await insert_summary(
         conn,
         session,
@@ -588,6 +602,13 @@ async def _insert_legacy(
             summary_id=summary_id,
         ),
     )
+    await _record_compaction(conn, session, entry, ids, summary_id)
+
+
+async def _record_compaction(
+    conn: AsyncConnection, session: SessionRow, entry: CompactionEntry, ids: dict[str, AppendResult], summary_id: str
+) -> None:
+    first_kept = ids.get(entry.first_kept_entry_id or "")
     await record_compaction(
         conn,
         session_key=session.session_key,
@@ -681,8 +702,8 @@ async def import_transcript(
     active = {e.id for e in path}
     ids = await _write_messages(conn, counter, session, t, active, report)
     restored = await restore_summaries(conn, session, t, lcm)
-    summaries, legacy = await _write_summaries(conn, counter, session, path, ids)
-    report.summaries_new = restored + legacy
+    summaries, legacy = await _write_summaries(conn, counter, session, path, ids, restored)
+    report.summaries_new = len(restored.created) + legacy
     projection = await resolve_context(conn, session, t, lcm)
     # Entries are written last: an lcm entry whose references do not resolve is a malformed line.
     report.entries_new = await _write_entries(conn, session, t, active)

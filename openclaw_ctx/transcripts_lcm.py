@@ -37,10 +37,12 @@ from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptL
 
 __all__ = [
     "CONTEXT_TYPE",
+    "IMPORT_SUMMARIZER",
     "LCM_ENGINE_ID",
     "SUMMARY_TYPE",
     "ContextData",
     "LcmEntries",
+    "Restored",
     "SummaryData",
     "context_data",
     "reject",
@@ -51,6 +53,8 @@ __all__ = [
     "summary_data",
 ]
 
+IMPORT_SUMMARIZER = "openclaw-import"
+"""The summarizer of a legacy summary rebuilt from an OpenClaw `compaction` entry (never written as lcm-summary)."""
 SUMMARY_TYPE = "openclaw-ctx/lcm-summary"
 CONTEXT_TYPE = "openclaw-ctx/lcm-context"
 LCM_ENGINE_ID = "lossless-claw"
@@ -89,6 +93,7 @@ class SummaryData(_Data):
     created_at: str | None = None
     source_entry_ids: list[str] = Field(default_factory=list)
     source_summary_ids: list[str] = Field(default_factory=list)
+    compaction_entry_id: str | None = None  # legacy only: the `compaction` entry this node is written as
 
     @model_validator(mode="after")
     def _edges_are_sets(self) -> SummaryData:
@@ -136,16 +141,29 @@ def _dump(model: BaseModel) -> dict[str, Any]:
 # --- export ------------------------------------------------------------------------------------------
 
 
-async def summary_data(conn: AsyncConnection, session_id: str, entry_id_of: EntryIdOf) -> list[dict[str, Any]]:
-    """The lcm-summary ``data`` of every DAG node created in `session_id`, sources before the nodes built on them.
+async def summary_data(
+    conn: AsyncConnection,
+    entry_id_of: EntryIdOf,
+    compaction_id_of: Callable[[str], str],
+    *,
+    session_id: str | None = None,
+    summary_ids: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The lcm-summary ``data`` of every summary created in `session_id` (or of `summary_ids`), sources first.
 
-    `entry_id_of(entry_id, message_id)` gives the transcript entry id a message is exported under.
-    Insertion (rowid) order is a valid order: the foreign keys of the edges make a node's sources older.
+    That is every `leaf` and `condensed` node, and every `legacy` one the runtime wrote (a legacy node
+    rebuilt from an imported `compaction` entry is rebuilt from it again). `entry_id_of(entry_id,
+    message_id)` gives the transcript entry id a message is exported under, `compaction_id_of(summary_id)`
+    the id of the `compaction` entry a legacy node is written as. Insertion (rowid) order is a valid
+    order: the foreign keys of the edges make a node's sources older.
     """
     rows = (
         await conn.execute(
             select(Summary)
-            .where(Summary.session_id == session_id, Summary.kind.in_(_DAG_KINDS))
+            .where(
+                Summary.session_id == session_id if summary_ids is None else Summary.summary_id.in_(summary_ids),
+                Summary.summarizer != IMPORT_SUMMARIZER,
+            )
             .order_by(literal_column("summaries.rowid"))
         )
     ).all()
@@ -191,8 +209,12 @@ async def summary_data(conn: AsyncConnection, session_id: str, entry_id_of: Entr
             created_at=row.created_at,
             source_entry_ids=messages.get(row.summary_id, []),
             source_summary_ids=parents.get(row.summary_id, []),
+            compaction_entry_id=compaction_id_of(row.summary_id) if row.kind == "legacy" else None,
         )
-        out.append(_dump(data))
+        dumped = _dump(data)
+        if data.compaction_entry_id is None:
+            del dumped["compactionEntryId"]
+        out.append(dumped)
     return out
 
 
@@ -311,8 +333,18 @@ async def _summary_keys(conn: AsyncConnection, summary_ids: Iterable[str]) -> di
     return found
 
 
-async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> int:
-    """Insert the file's summary nodes that the store lacks (with their edges); returns how many.
+@dataclass
+class Restored:
+    """What :func:`restore_summaries` did."""
+
+    created: set[str]
+    """Summaries inserted by this import."""
+    by_compaction: dict[str, str]
+    """``compaction`` entry id → the legacy summary it stands for (inserted now or before)."""
+
+
+async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> Restored:
+    """Insert the file's summary nodes that the store lacks, with their edges.
 
     A node already stored under this key is skipped (re-imports add nothing); one whose sources are
     not stored, or whose id belongs to another key, becomes a malformed line of `t`.
@@ -322,11 +354,13 @@ async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Trans
     known = await _summary_keys(
         conn, [d.summary_id for _, d in nodes] + [s for _, d in nodes for s in d.source_summary_ids]
     )
-    created = 0
+    done = Restored(set(), {})
     for entry, data in nodes:
         if data.summary_id in known:
             if known[data.summary_id] != session.session_key:
                 reject(t, entry, f"summary {data.summary_id} is already stored under key {known[data.summary_id]!r}")
+            elif data.compaction_entry_id is not None:
+                done.by_compaction[data.compaction_entry_id] = data.summary_id
             continue
         missing = [e for e in data.source_entry_ids if e not in messages]
         if missing:
@@ -360,8 +394,10 @@ async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Trans
             ),
         )
         known[data.summary_id] = session.session_key
-        created += 1
-    return created
+        done.created.add(data.summary_id)
+        if data.compaction_entry_id is not None:
+            done.by_compaction[data.compaction_entry_id] = data.summary_id
+    return done
 
 
 async def resolve_context(

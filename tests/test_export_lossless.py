@@ -311,3 +311,42 @@ def test_bad_lcm_entries_are_malformed_lines(tmp_path: Path, custom_type: str, d
     assert rows(db, "SELECT entry_id, on_active_branch FROM messages ORDER BY seq") == [("e1", 1), ("e2", 1)]
     assert rows(db, "SELECT count(*) FROM context_items") == [(2,)]
     assert rows(db, "SELECT raw_json FROM transcript_entries WHERE entry_type = 'malformed'") == [(json.dumps(bad),)]
+
+
+def replay(db: Path, engine: str) -> str:
+    done = invoke(db, "replay", str(EXAMPLE), "--engine", engine, "--budget", "16000", "--json")
+    assert done.exit_code == 0, done.output
+    return str(json.loads(done.stdout)["session_key"])
+
+
+@pytest.mark.parametrize(("engine", "target"), [("legacy", "lossless-claw"), ("lossless-claw", "legacy")])
+def test_a_migrated_history_keeps_its_mixed_dag(tmp_path: Path, engine: str, target: str) -> None:
+    """Legacy nodes the runtime wrote sit in the DAG after a migration: they keep their ids and edges too."""
+    db = tmp_path / "first.db"
+    key = replay(db, engine)
+    done = invoke(db, "migrate", "--key", key, "--to", target, "--budget", "16000")
+    assert done.exit_code == 0, done.output
+    assert rows(db, "SELECT count(*) FROM summaries WHERE kind = 'legacy'")[0][0] > 0
+    out = tmp_path / "exported"
+    export_key(db, key, out)
+    # OpenClaw still sees each runtime compaction as a `compaction` entry, announced by its lcm-summary.
+    legacy = {e["data"]["compactionEntryId"] for _, _, e in lcm_entries(out) if e["data"].get("kind") == "legacy"}
+    compactions = {e.id for p in out.glob("*.jsonl") for e in read_transcript(p).entries if e.type == "compaction"}
+    assert compactions and compactions <= legacy
+    second = tmp_path / "second.db"
+    code, report = import_json(second, out)
+    assert code == 0 and report["skipped"] == []
+    before, after = lossless_snapshot(db), lossless_snapshot(second)
+    for table in ("sessions", "messages", "summaries", "summary_messages", "summary_parents", "active_context"):
+        assert after[table] == before[table], table
+    lossless_context = (
+        "SELECT ci.session_id, ci.ordinal, ci.item_type, m.entry_id, ci.summary_id, ci.token_count"
+        " FROM context_items ci JOIN sessions s USING (session_id) LEFT JOIN messages m USING (message_id)"
+        " WHERE s.engine_id = 'lossless-claw' ORDER BY 1, 2"
+    )
+    assert rows(second, lossless_context) == rows(db, lossless_context)
+    doctor = invoke(second, "doctor", "--deep", "--json")
+    assert doctor.exit_code == 0, doctor.output
+    code, again = import_json(second, out)
+    assert code == 0 and again["summaries_new"] == again["entries_new"] == 0
+    assert lossless_snapshot(second) == after

@@ -31,7 +31,15 @@ from openclaw_ctx.store.models import Compaction, ContextItem, Message, Session,
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import TRANSCRIPT_VERSION, iso_to_ms
-from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, IMPORT_SUMMARIZER, SUMMARY_TYPE, context_data, summary_data
+from openclaw_ctx.transcripts_lcm import (
+    CONTEXT_TYPE,
+    IMPORT_SUMMARIZER,
+    LARGE_CONTENT_TYPE,
+    SUMMARY_TYPE,
+    context_data,
+    large_content_data,
+    summary_data,
+)
 
 __all__ = ["ExportReport", "ExportedFile", "export_session", "session_lines"]
 
@@ -84,6 +92,10 @@ def _compaction_entry_id(summary_id: str) -> str:
     return hashlib.sha256(summary_id.encode()).hexdigest()[:8]
 
 
+# The data key naming the row an lcm entry carries, per customType.
+_ROW_KEY = {SUMMARY_TYPE: "summaryId", LARGE_CONTENT_TYPE: "fileId"}
+
+
 @dataclass
 class _Lines:
     """Lines being built for one file, tracking the last entry id (the next parentId)."""
@@ -92,8 +104,8 @@ class _Lines:
     leaf: str | None = None
     ids: set[str] = field(default_factory=set)
     messages: int = 0
-    # Summary nodes already written as lcm-summary entries, and the data of the last lcm-context entry.
-    summaries: set[str] = field(default_factory=set)
+    # Rows already written as lcm entries (summary ids, large-content file ids), and the last lcm-context's data.
+    written: set[tuple[str, str]] = field(default_factory=set)
     context: Any = None
 
     def add(self, obj: dict[str, Any], *, raw: str | None = None) -> None:
@@ -102,10 +114,17 @@ class _Lines:
         if obj.get("id"):
             self.ids.add(str(obj["id"]))
         data = obj.get("data") if obj.get("type") == "custom" else None
-        if obj.get("customType") == SUMMARY_TYPE and isinstance(data, dict):
-            self.summaries.add(str(data.get("summaryId")))
-        elif obj.get("customType") == CONTEXT_TYPE:
+        custom_type = obj.get("customType")
+        if custom_type in _ROW_KEY and isinstance(data, dict):
+            self.written.add((custom_type, str(data.get(_ROW_KEY[custom_type]))))
+        elif custom_type == CONTEXT_TYPE:
             self.context = data
+
+    def row(self, custom_type: str, data: dict[str, Any], timestamp: str) -> None:
+        """Append an lcm entry for one row unless the file already has it."""
+        key = str(data[_ROW_KEY[custom_type]])
+        if (custom_type, key) not in self.written:
+            self.add_custom(custom_type, data, timestamp, key)
 
     def add_custom(self, custom_type: str, data: dict[str, Any], timestamp: str, seed: str) -> None:
         """Append a `custom` entry (extension state, never model context) at the leaf, with a stable id."""
@@ -249,15 +268,19 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
 async def _summary_lines(
     conn: AsyncConnection, session: SessionRow, out: _Lines, summary_ids: list[str] | None = None
 ) -> None:
-    """lcm-summary entries for the summaries created in this session (or the given ones) not written yet.
+    """lcm entries for the summaries created in this session (or the given ones) not written yet.
+
+    For the session's own summaries, its externalised messages (`large_content`) come first.
 
     A runtime-written legacy summary gets one too, before its `compaction` entry, so it keeps its id
     and edges on import.
     """
     where = {"summary_ids": summary_ids} if summary_ids is not None else {"session_id": session.session_id}
+    if summary_ids is None:
+        for data in await large_content_data(conn, session.session_id, _entry_id):
+            out.row(LARGE_CONTENT_TYPE, data, data.get("createdAt") or session.created_at)
     for data in await summary_data(conn, _entry_id, _compaction_entry_id, **where):
-        if data["summaryId"] not in out.summaries:
-            out.add_custom(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at, data["summaryId"])
+        out.row(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at)
 
 
 async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:

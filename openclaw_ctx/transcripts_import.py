@@ -76,6 +76,7 @@ from openclaw_ctx.transcripts_lcm import (
     IMPORT_SUMMARIZER,
     Restored,
     resolve_context,
+    restore_large_content,
     restore_summaries,
     set_engine,
     split_lcm_entries,
@@ -701,6 +702,7 @@ async def import_transcript(
     path = t.active_branch()
     active = {e.id for e in path}
     ids = await _write_messages(conn, counter, session, t, active, report)
+    await restore_large_content(conn, session, t, lcm)
     restored = await restore_summaries(conn, session, t, lcm)
     summaries, legacy = await _write_summaries(conn, counter, session, path, ids, restored)
     report.summaries_new = len(restored.created) + legacy

@@ -28,9 +28,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
-from sqlalchemy import literal_column, select, update
+from sqlalchemy import insert, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from engines.lossless.models import LargeContent
 from openclaw_ctx.store.models import ContextItem, Message, Session, Summary, SummaryMessage, SummaryParent
 from openclaw_ctx.store.repo import NewSummary, SessionRow, insert_summary
 from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptLineError
@@ -38,14 +39,18 @@ from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptL
 __all__ = [
     "CONTEXT_TYPE",
     "IMPORT_SUMMARIZER",
+    "LARGE_CONTENT_TYPE",
     "LCM_ENGINE_ID",
     "SUMMARY_TYPE",
     "ContextData",
+    "LargeContentData",
     "LcmEntries",
     "Restored",
     "SummaryData",
     "context_data",
+    "large_content_data",
     "reject",
+    "restore_large_content",
     "resolve_context",
     "restore_summaries",
     "set_engine",
@@ -57,6 +62,7 @@ IMPORT_SUMMARIZER = "openclaw-import"
 """The summarizer of a legacy summary rebuilt from an OpenClaw `compaction` entry (never written as lcm-summary)."""
 SUMMARY_TYPE = "openclaw-ctx/lcm-summary"
 CONTEXT_TYPE = "openclaw-ctx/lcm-context"
+LARGE_CONTENT_TYPE = "openclaw-ctx/lcm-large-content"
 LCM_ENGINE_ID = "lossless-claw"
 FORMAT_VERSION = 1
 _DAG_KINDS = ("leaf", "condensed")
@@ -132,6 +138,21 @@ class ContextData(_Data):
         if len(set(ordinals)) != len(ordinals):
             raise ValueError("two items share an ordinal")
         return self
+
+
+class LargeContentData(_Data):
+    """The ``data`` of an ``openclaw-ctx/lcm-large-content`` entry: one `large_content` row (a stubbed message)."""
+
+    file_id: Annotated[str, Field(min_length=1)]
+    entry_id: Annotated[str, Field(min_length=1)]
+    kind: str
+    name: str | None = None
+    mime_type: str | None = None
+    byte_size: NonNegative
+    token_count: NonNegative
+    stub: str
+    stub_token_count: NonNegative
+    created_at: str | None = None
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -260,6 +281,35 @@ async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: 
     return data
 
 
+async def large_content_data(conn: AsyncConnection, session_id: str, entry_id_of: EntryIdOf) -> list[dict[str, Any]]:
+    """The lcm-large-content ``data`` of every externalised message written in `session_id`."""
+    rows = (
+        await conn.execute(
+            select(LargeContent, Message.entry_id.label("entry_id"))
+            .join(Message, Message.message_id == LargeContent.message_id)
+            .where(Message.session_id == session_id)
+            .order_by(literal_column("large_content.rowid"))
+        )
+    ).all()
+    return [
+        _dump(
+            LargeContentData(
+                file_id=r.file_id,
+                entry_id=entry_id_of(r.entry_id, r.message_id),
+                kind=r.kind,
+                name=r.name,
+                mime_type=r.mime_type,
+                byte_size=r.byte_size,
+                token_count=r.token_count,
+                stub=r.stub,
+                stub_token_count=r.stub_token_count,
+                created_at=r.created_at,
+            )
+        )
+        for r in rows
+    ]
+
+
 # --- import ------------------------------------------------------------------------------------------
 
 
@@ -269,6 +319,7 @@ class LcmEntries:
 
     summaries: list[tuple[CustomEntry, SummaryData]]
     contexts: list[tuple[CustomEntry, ContextData]]
+    large: list[tuple[CustomEntry, LargeContentData]]
 
 
 def _reason(custom_type: str, exc: ValidationError) -> str:
@@ -289,9 +340,13 @@ def reject(t: Transcript, entry: Entry, reason: str) -> None:
 
 def split_lcm_entries(t: Transcript) -> LcmEntries:
     """Validate every lcm entry of `t`; the invalid ones become malformed lines of `t`."""
-    found = LcmEntries([], [])
+    found = LcmEntries([], [], [])
     for entry in list(t.entries):
-        if not isinstance(entry, CustomEntry) or entry.custom_type not in (SUMMARY_TYPE, CONTEXT_TYPE):
+        if not isinstance(entry, CustomEntry) or entry.custom_type not in (
+            SUMMARY_TYPE,
+            CONTEXT_TYPE,
+            LARGE_CONTENT_TYPE,
+        ):
             continue
         data = entry.data if isinstance(entry.data, dict) else None
         if data is None:
@@ -300,6 +355,8 @@ def split_lcm_entries(t: Transcript) -> LcmEntries:
         try:
             if entry.custom_type == SUMMARY_TYPE:
                 found.summaries.append((entry, SummaryData.model_validate(data)))
+            elif entry.custom_type == LARGE_CONTENT_TYPE:
+                found.large.append((entry, LargeContentData.model_validate(data)))
             else:
                 found.contexts.append((entry, ContextData.model_validate(data)))
         except ValidationError as exc:
@@ -398,6 +455,53 @@ async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Trans
         if data.compaction_entry_id is not None:
             done.by_compaction[data.compaction_entry_id] = data.summary_id
     return done
+
+
+async def restore_large_content(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> int:
+    """Insert the file's `large_content` rows the store lacks; returns how many.
+
+    A row already stored (same file id, same key) is skipped; one whose message is not stored, is
+    already externalised under another file id, or whose file id belongs to another key, becomes a
+    malformed line of `t`.
+    """
+    if not found.large:
+        return 0
+    messages = await _message_ids(conn, session.session_key, (d.entry_id for _, d in found.large))
+    stored = {
+        row.file_id: (row.session_key, row.message_id)
+        for row in await conn.execute(
+            select(LargeContent.file_id, LargeContent.session_key, LargeContent.message_id).where(
+                LargeContent.file_id.in_([d.file_id for _, d in found.large])
+                | LargeContent.message_id.in_([m for m, _ in messages.values()])
+            )
+        )
+    }
+    taken = {message_id: file_id for file_id, (_, message_id) in stored.items()}
+    created = 0
+    for entry, data in found.large:
+        message = messages.get(data.entry_id)
+        if data.file_id in stored:
+            if stored[data.file_id][0] != session.session_key:
+                reject(
+                    t, entry, f"large content {data.file_id} is already stored under key {stored[data.file_id][0]!r}"
+                )
+            continue
+        if message is None:
+            reject(t, entry, f"{LARGE_CONTENT_TYPE}: message entry {data.entry_id!r} is not stored under this key")
+            continue
+        if message[0] in taken:
+            reject(t, entry, f"{LARGE_CONTENT_TYPE}: message entry {data.entry_id!r} is stored as {taken[message[0]]}")
+            continue
+        values = data.model_dump(exclude={"version", "entry_id", "created_at"})
+        if data.created_at is not None:
+            values["created_at"] = data.created_at
+        await conn.execute(
+            insert(LargeContent).values(session_key=session.session_key, message_id=message[0], **values)
+        )
+        stored[data.file_id] = (session.session_key, message[0])
+        taken[message[0]] = data.file_id
+        created += 1
+    return created
 
 
 async def resolve_context(

@@ -22,7 +22,7 @@ from typer.testing import CliRunner, Result
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx import cli
 from openclaw_ctx.transcripts import CustomEntry, context_message, read_transcript
-from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, SUMMARY_TYPE
+from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, LARGE_CONTENT_TYPE, SUMMARY_TYPE
 
 SUMMARY_COLUMNS = (
     "summary_id, session_key, session_id, kind, depth, content, token_count, earliest_at, latest_at,"
@@ -126,7 +126,7 @@ def lcm_entries(out: Path) -> list[tuple[Path, int, dict[str, Any]]]:
     for path in sorted(out.glob("*.jsonl")):
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             entry = json.loads(line)
-            if entry.get("customType") in (SUMMARY_TYPE, CONTEXT_TYPE):
+            if entry.get("customType") in (SUMMARY_TYPE, CONTEXT_TYPE, LARGE_CONTENT_TYPE):
                 found.append((path, line_no, entry))
     return found
 
@@ -286,6 +286,13 @@ def test_a_corrupted_summary_entry_is_reported_kept_verbatim_and_the_rest_import
         ),
         (CONTEXT_TYPE, {"items": [{"ordinal": 0, "tokenCount": 1}]}, f"{CONTEXT_TYPE} data.items.0: Value error"),
         (
+            LARGE_CONTENT_TYPE,
+            {"fileId": "file_1", "entryId": "gone", "kind": "tool_output", "byteSize": 9, "tokenCount": 9}
+            | {"stub": "[LCM]", "stubTokenCount": 2},
+            f"{LARGE_CONTENT_TYPE}: message entry 'gone' is not stored under this key",
+        ),
+        (LARGE_CONTENT_TYPE, {"fileId": "file_1", "entryId": "e1"}, f"{LARGE_CONTENT_TYPE} data.kind: Field required"),
+        (
             CONTEXT_TYPE,
             {"items": [{"ordinal": 0, "summaryId": "sum_gone", "tokenCount": 1}]},
             f"{CONTEXT_TYPE}: item summary 'sum_gone' is not stored under this key",
@@ -350,3 +357,30 @@ def test_a_migrated_history_keeps_its_mixed_dag(tmp_path: Path, engine: str, tar
     code, again = import_json(second, out)
     assert code == 0 and again["summaries_new"] == again["entries_new"] == 0
     assert lossless_snapshot(second) == after
+
+
+def test_externalised_large_content_round_trips(isolated_env: Path, tmp_path: Path) -> None:
+    """Messages lossless-claw shows as stubs stay stubs: their `large_content` rows travel too."""
+    config = {"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": {"largeFileTokenThreshold": 1000}}}}}
+    (isolated_env / "openclaw.json").write_text(json.dumps(config), encoding="utf-8")
+    db = tmp_path / "first.db"
+    key = replay(db, "lossless-claw")
+    large = (
+        "SELECT lc.file_id, lc.session_key, m.entry_id, lc.kind, lc.name, lc.mime_type, lc.byte_size, lc.token_count,"
+        " lc.stub, lc.stub_token_count, lc.created_at FROM large_content lc JOIN messages m USING (message_id)"
+        " ORDER BY lc.rowid"
+    )
+    assert len(rows(db, large)) > 10
+    out = tmp_path / "exported"
+    export_key(db, key, out)
+    assert len([e for _, _, e in lcm_entries(out) if e["customType"] == LARGE_CONTENT_TYPE]) == len(rows(db, large))
+    second = tmp_path / "second.db"
+    code, report = import_json(second, out)
+    assert code == 0 and report["skipped"] == []
+    assert rows(second, large) == rows(db, large)
+    assert lossless_snapshot(second) == lossless_snapshot(db)
+    file_id = rows(second, large)[0][0]
+    described = invoke(second, "describe", file_id, "--json")
+    assert described.exit_code == 0 and file_id in described.stdout
+    code, again = import_json(second, out)
+    assert code == 0 and again["entries_new"] == 0 and rows(second, large) == rows(db, large)

@@ -2,21 +2,30 @@
 
 OpenClaw has no entry type for a DAG summary, so export writes each `leaf` / `condensed` node as a
 ``custom`` entry — extension state that OpenClaw keeps in the file and never shows the model — and
-import rebuilds the rows from it:
+import rebuilds the rows from it (every entry carries ``data.version``, 1 today):
 
 - ``customType: "openclaw-ctx/lcm-summary"``: ``data`` is the whole `summaries` row (``summaryId``,
   ``kind``, ``depth``, ``content``, ``tokenCount``, ``earliestAt``/``latestAt``, the descendant and
   source token counts, ``summarizer``, ``model``, ``fallbackLevel``, ``details``, ``createdAt``) plus
   its edges: ``sourceEntryIds`` (the entry ids of the messages it covers, in `summary_messages`
   order) and ``sourceSummaryIds`` (`summary_parents` order). A node is written in the file of the
-  session it was created in, after every node it was built from.
+  session it was created in, after every node it was built from. A `legacy` node the runtime wrote
+  gets one too, with ``compactionEntryId``: the `compaction` entry OpenClaw reads it as (written
+  after it, and repeated at the start of the successor's file) then stands for this very node, so a
+  DAG that mixes both kinds after `openclaw-ctx migrate` keeps its ids and edges.
+- ``customType: "openclaw-ctx/lcm-large-content"``: ``data`` is a `large_content` row (``fileId``,
+  ``entryId`` of the stubbed message, ``kind``, ``name``, ``mimeType``, ``byteSize``, ``tokenCount``,
+  ``stub``, ``stubTokenCount``, ``createdAt``), in the file of the message's session.
 - ``customType: "openclaw-ctx/lcm-context"``: ``data`` is ``{engineId, items}``, the session's
-  `context_items` in order, each ``{ordinal, entryId | summaryId, tokenCount}``. The last one on the
-  active branch is the session's projection; without one, import falls back to buildSessionContext.
+  `context_items` in order, each ``{ordinal, entryId | summaryId, tokenCount}``; written last, for a
+  session of lossless-claw or one whose context holds a DAG node. The last one on the active branch
+  is the session's projection; without one, import falls back to buildSessionContext.
 
-Data that does not validate, or that names a message or summary the store does not have, makes the
-line a malformed one: reported as ``file:line: reason`` and kept verbatim, the rest of the file
-imports.
+Import restores the rows in the file's transaction, with the same ids, through the store's own
+writers (:func:`openclaw_ctx.store.repo.insert_summary`; the `summaries_fts` triggers index them).
+A row already stored under the key is skipped, so re-importing adds nothing. Data that does not
+validate, or that names a message or summary the store does not have, makes the line a malformed
+one: reported as ``file:line: reason`` and kept verbatim, and the rest of the file imports.
 """
 
 from __future__ import annotations

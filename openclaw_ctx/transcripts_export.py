@@ -5,11 +5,13 @@ order (non-message entries verbatim, message envelopes joined with their stored 
 any message the runtime appended since. A session the runtime created is written from its messages,
 with `compaction` entries regenerated from its `legacy` summary nodes the way OpenClaw writes them:
 appended to the compacted session's file, and repeated after the kept messages at the start of the
-successor's file. lossless-claw's summary nodes created in a session and, for a lossless projection,
-its context items are appended as `custom` entries (see :mod:`openclaw_ctx.transcripts_lcm`) unless
-the replayed lines already hold them. Exporting a session key writes one file per session of its chain (each successor's
-header names its predecessor's exported file as `parentSession`) and a `sessions.json` that maps the
-key to the newest session, so the directory imports back under the same key.
+successor's file. The rows a transcript cannot otherwise hold — the summaries created in the session
+(lossless-claw's DAG nodes, and runtime-written legacy ones beside their `compaction` entry), its
+externalised large content and, for a lossless projection, its context items — are appended as
+`custom` entries (see :mod:`openclaw_ctx.transcripts_lcm`) unless the replayed lines already hold
+them. Exporting a session key writes one file per session of its chain (each successor's header
+names its predecessor's exported file as `parentSession`) and a `sessions.json` that maps the key to
+the newest session, so the directory imports back under the same key.
 """
 
 from __future__ import annotations
@@ -270,10 +272,8 @@ async def _summary_lines(
 ) -> None:
     """lcm entries for the summaries created in this session (or the given ones) not written yet.
 
-    For the session's own summaries, its externalised messages (`large_content`) come first.
-
     A runtime-written legacy summary gets one too, before its `compaction` entry, so it keeps its id
-    and edges on import.
+    and edges on import. With the session's own summaries, its `large_content` rows come first.
     """
     where = {"summary_ids": summary_ids} if summary_ids is not None else {"session_id": session.session_id}
     if summary_ids is None:

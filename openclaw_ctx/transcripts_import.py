@@ -11,10 +11,12 @@ What goes where:
 - each `compaction` on the active branch becomes a `legacy` summary (summarizer ``openclaw-import``)
   with edges to the branch messages it replaced and to the summary it updated, plus a `compactions`
   audit row; the session's `context_items` are what OpenClaw's buildSessionContext shows;
-- lossless-claw's `custom` entries (:mod:`openclaw_ctx.transcripts_lcm`) restore `leaf`/`condensed`
-  summaries with their ids and edges, and the session's `context_items` when the branch carries an
-  ``openclaw-ctx/lcm-context`` entry (instead of buildSessionContext's view); one that does not
-  validate or names rows the store lacks becomes a malformed line;
+- the ``openclaw-ctx/lcm-*`` `custom` entries export writes (:mod:`openclaw_ctx.transcripts_lcm`)
+  restore summaries (lossless-claw's `leaf`/`condensed` nodes, and runtime-written `legacy` ones, which
+  their `compaction` entry then stands for) with their ids and edges, `large_content` rows, and the
+  session's `context_items` when the branch carries an ``openclaw-ctx/lcm-context`` entry (instead of
+  buildSessionContext's view); one that does not validate or names rows the store lacks becomes a
+  malformed line;
 - a file whose header names a `parentSession` continues its parent's session key; the parent row
   becomes ``rotated`` and the child's ``parent_session_id`` points at it.
 

@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,13 +35,17 @@ from openclaw_ctx.store.repo import SessionRow, active_session, get_session, ses
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import TRANSCRIPT_VERSION, iso_to_ms
 from openclaw_ctx.transcripts_lcm import (
+    COMPACTION_TYPE,
     CONTEXT_TYPE,
     IMPORT_SUMMARIZER,
     LARGE_CONTENT_TYPE,
     SUMMARY_TYPE,
+    TURN_TYPE,
+    compaction_data,
     context_data,
     large_content_data,
     summary_data,
+    turn_data,
 )
 
 __all__ = ["ExportReport", "ExportedFile", "export_session", "session_lines"]
@@ -94,8 +99,13 @@ def _compaction_entry_id(summary_id: str) -> str:
     return hashlib.sha256(summary_id.encode()).hexdigest()[:8]
 
 
-# The data key naming the row an lcm entry carries, per customType.
-_ROW_KEY = {SUMMARY_TYPE: "summaryId", LARGE_CONTENT_TYPE: "fileId"}
+# What names the row an lcm entry carries, per customType (a file holds each row once).
+_ROW_KEY: dict[str, Callable[[dict[str, Any]], str]] = {
+    SUMMARY_TYPE: lambda d: str(d.get("summaryId")),
+    LARGE_CONTENT_TYPE: lambda d: str(d.get("fileId")),
+    TURN_TYPE: lambda d: str(d.get("turn")),
+    COMPACTION_TYPE: lambda d: f"{d.get('beforeSessionId')}\0{d.get('trigger')}\0{d.get('startedAt')}",
+}
 
 
 @dataclass
@@ -118,13 +128,13 @@ class _Lines:
         data = obj.get("data") if obj.get("type") == "custom" else None
         custom_type = obj.get("customType")
         if custom_type in _ROW_KEY and isinstance(data, dict):
-            self.written.add((custom_type, str(data.get(_ROW_KEY[custom_type]))))
+            self.written.add((custom_type, _ROW_KEY[custom_type](data)))
         elif custom_type == CONTEXT_TYPE:
             self.context = data
 
     def row(self, custom_type: str, data: dict[str, Any], timestamp: str) -> None:
         """Append an lcm entry for one row unless the file already has it."""
-        key = str(data[_ROW_KEY[custom_type]])
+        key = _ROW_KEY[custom_type](data)
         if (custom_type, key) not in self.written:
             self.add_custom(custom_type, data, timestamp, key)
 
@@ -273,7 +283,8 @@ async def _summary_lines(
     """lcm entries for the summaries created in this session (or the given ones) not written yet.
 
     A runtime-written legacy summary gets one too, before its `compaction` entry, so it keeps its id
-    and edges on import. With the session's own summaries, its `large_content` rows come first.
+    and edges on import. With the session's own summaries come its `large_content` rows (first), and
+    its `turns` and the `compactions` rows that rotated into it (after).
     """
     where = {"summary_ids": summary_ids} if summary_ids is not None else {"session_id": session.session_id}
     if summary_ids is None:
@@ -281,6 +292,11 @@ async def _summary_lines(
             out.row(LARGE_CONTENT_TYPE, data, data.get("createdAt") or session.created_at)
     for data in await summary_data(conn, _entry_id, _compaction_entry_id, **where):
         out.row(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at)
+    if summary_ids is None:
+        for data in await compaction_data(conn, session.session_id, _entry_id):
+            out.row(COMPACTION_TYPE, data, data["startedAt"])
+        for data in await turn_data(conn, session.session_id):
+            out.row(TURN_TYPE, data, data.get("at") or session.created_at)
 
 
 async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:

@@ -78,8 +78,10 @@ from openclaw_ctx.transcripts_lcm import (
     IMPORT_SUMMARIZER,
     Restored,
     resolve_context,
+    restore_compactions,
     restore_large_content,
     restore_summaries,
+    restore_turns,
     set_engine,
     split_lcm_entries,
 )
@@ -534,7 +536,7 @@ async def _write_summaries(
     """A legacy summary per compaction on the branch; returns entry id → summary id and the count created.
 
     A compaction entry that stands for a summary restored from its lcm-summary entry keeps that summary
-    (and gets its audit row when the summary was restored now).
+    (its audit row travels as a compaction-record entry).
     """
     compactions = [(i, e) for i, e in enumerate(path) if isinstance(e, CompactionEntry)]
     wanted = {
@@ -553,8 +555,6 @@ async def _write_summaries(
             await _insert_legacy(conn, counter, session, entry, path[start:end], ids, previous, summary_id)
             existing.add(summary_id)
             created += 1
-        elif summary_id in restored.created:
-            await _record_compaction(conn, session, entry, ids, summary_id)
         start, previous = max(start, end), summary_id
     return wanted, created
 
@@ -708,6 +708,8 @@ async def import_transcript(
     restored = await restore_summaries(conn, session, t, lcm)
     summaries, legacy = await _write_summaries(conn, counter, session, path, ids, restored)
     report.summaries_new = len(restored.created) + legacy
+    await restore_compactions(conn, session, t, lcm)
+    await restore_turns(conn, session, t, lcm)
     projection = await resolve_context(conn, session, t, lcm)
     # Entries are written last: an lcm entry whose references do not resolve is a malformed line.
     report.entries_new = await _write_entries(conn, session, t, active)

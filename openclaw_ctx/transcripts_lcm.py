@@ -37,16 +37,33 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
-from sqlalchemy import insert, literal_column, select, update
+from sqlalchemy import func, insert, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.models import LargeContent
-from openclaw_ctx.store.models import ContextItem, Message, Session, Summary, SummaryMessage, SummaryParent
-from openclaw_ctx.store.repo import NewSummary, SessionRow, insert_summary
+from openclaw_ctx.store.models import (
+    Compaction,
+    ContextItem,
+    Message,
+    Session,
+    Summary,
+    SummaryMessage,
+    SummaryParent,
+    Turn,
+)
+from openclaw_ctx.store.repo import NewSummary, SessionRow, insert_summary, record_compaction
 from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptLineError
 
 __all__ = [
+    "COMPACTION_TYPE",
     "CONTEXT_TYPE",
+    "TURN_TYPE",
+    "CompactionData",
+    "TurnData",
+    "compaction_data",
+    "restore_compactions",
+    "restore_turns",
+    "turn_data",
     "IMPORT_SUMMARIZER",
     "LARGE_CONTENT_TYPE",
     "LCM_ENGINE_ID",
@@ -72,6 +89,8 @@ IMPORT_SUMMARIZER = "openclaw-import"
 SUMMARY_TYPE = "openclaw-ctx/lcm-summary"
 CONTEXT_TYPE = "openclaw-ctx/lcm-context"
 LARGE_CONTENT_TYPE = "openclaw-ctx/lcm-large-content"
+TURN_TYPE = "openclaw-ctx/turn"
+COMPACTION_TYPE = "openclaw-ctx/compaction-record"
 LCM_ENGINE_ID = "lossless-claw"
 FORMAT_VERSION = 1
 _DAG_KINDS = ("leaf", "condensed")
@@ -162,6 +181,37 @@ class LargeContentData(_Data):
     stub: str
     stub_token_count: NonNegative
     created_at: str | None = None
+
+
+class TurnData(_Data):
+    """The ``data`` of an ``openclaw-ctx/turn`` entry: one `turns` row of the session."""
+
+    turn: Annotated[int, Field(ge=1)]
+    assembled_tokens: NonNegative
+    budget: NonNegative
+    compacted: Annotated[int, Field(ge=0, le=1)] = 0
+    at: str | None = None
+
+
+class CompactionData(_Data):
+    """The ``data`` of an ``openclaw-ctx/compaction-record`` entry: one `compactions` audit row."""
+
+    before_session_id: Annotated[str, Field(min_length=1)]
+    after_session_id: str | None = None
+    engine_id: str
+    trigger: str
+    ok: int
+    compacted: int
+    reason: str | None = None
+    tokens_before: int
+    tokens_after: int | None = None
+    summary_id: str | None = None
+    first_kept_message_entry_id: str | None = None
+    first_kept_entry_id: str | None = None
+    summaries_created: NonNegative = 0
+    started_at: Annotated[str, Field(min_length=1)]
+    duration_ms: NonNegative = 0
+    details: Any = None
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -319,6 +369,60 @@ async def large_content_data(conn: AsyncConnection, session_id: str, entry_id_of
     ]
 
 
+async def turn_data(conn: AsyncConnection, session_id: str) -> list[dict[str, Any]]:
+    """The ``openclaw-ctx/turn`` data of the turns whose messages went to `session_id`."""
+    rows = (await conn.execute(select(Turn).where(Turn.session_id == session_id).order_by(Turn.turn))).all()
+    return [
+        _dump(
+            TurnData(turn=r.turn, assembled_tokens=r.assembled_tokens, budget=r.budget, compacted=r.compacted, at=r.at)
+        )
+        for r in rows
+    ]
+
+
+async def compaction_data(conn: AsyncConnection, session_id: str, entry_id_of: EntryIdOf) -> list[dict[str, Any]]:
+    """The ``openclaw-ctx/compaction-record`` data of the runtime's compactions that ended in `session_id`.
+
+    A row lives in the file of the session it rotated to (or of the one it compacted, without a
+    rotation), which imports after every row it names. Rows an import derived from `compaction`
+    entries (trigger ``import``) are derived again and not written.
+    """
+    rows = (
+        await conn.execute(
+            select(Compaction, Message.entry_id.label("kept_entry_id"))
+            .outerjoin(Message, Message.message_id == Compaction.first_kept_message_id)
+            .where(
+                func.coalesce(Compaction.after_session_id, Compaction.before_session_id) == session_id,
+                Compaction.trigger != "import",
+            )
+            .order_by(Compaction.compaction_id)
+        )
+    ).all()
+    out = []
+    for r in rows:
+        kept = entry_id_of(r.kept_entry_id, r.first_kept_message_id) if r.first_kept_message_id is not None else None
+        data = CompactionData(
+            before_session_id=r.before_session_id,
+            after_session_id=r.after_session_id,
+            engine_id=r.engine_id,
+            trigger=r.trigger,
+            ok=r.ok,
+            compacted=r.compacted,
+            reason=r.reason,
+            tokens_before=r.tokens_before,
+            tokens_after=r.tokens_after,
+            summary_id=r.summary_id,
+            first_kept_message_entry_id=kept,
+            first_kept_entry_id=r.first_kept_entry_id,
+            summaries_created=r.summaries_created,
+            started_at=r.started_at,
+            duration_ms=r.duration_ms,
+            details=_loads(r.details_json),
+        )
+        out.append(_dump(data))
+    return out
+
+
 # --- import ------------------------------------------------------------------------------------------
 
 
@@ -329,6 +433,8 @@ class LcmEntries:
     summaries: list[tuple[CustomEntry, SummaryData]]
     contexts: list[tuple[CustomEntry, ContextData]]
     large: list[tuple[CustomEntry, LargeContentData]]
+    turns: list[tuple[CustomEntry, TurnData]]
+    compactions: list[tuple[CustomEntry, CompactionData]]
 
 
 def _reason(custom_type: str, exc: ValidationError) -> str:
@@ -347,27 +453,28 @@ def reject(t: Transcript, entry: Entry, reason: str) -> None:
     t.errors.sort(key=lambda e: e.line_no)
 
 
+_MODELS: dict[str, tuple[str, type[_Data]]] = {
+    SUMMARY_TYPE: ("summaries", SummaryData),
+    CONTEXT_TYPE: ("contexts", ContextData),
+    LARGE_CONTENT_TYPE: ("large", LargeContentData),
+    TURN_TYPE: ("turns", TurnData),
+    COMPACTION_TYPE: ("compactions", CompactionData),
+}
+
+
 def split_lcm_entries(t: Transcript) -> LcmEntries:
     """Validate every lcm entry of `t`; the invalid ones become malformed lines of `t`."""
-    found = LcmEntries([], [], [])
+    found = LcmEntries([], [], [], [], [])
     for entry in list(t.entries):
-        if not isinstance(entry, CustomEntry) or entry.custom_type not in (
-            SUMMARY_TYPE,
-            CONTEXT_TYPE,
-            LARGE_CONTENT_TYPE,
-        ):
+        if not isinstance(entry, CustomEntry) or entry.custom_type not in _MODELS:
             continue
         data = entry.data if isinstance(entry.data, dict) else None
         if data is None:
             reject(t, entry, f"{entry.custom_type} data: expected an object")
             continue
+        field_name, model = _MODELS[entry.custom_type]
         try:
-            if entry.custom_type == SUMMARY_TYPE:
-                found.summaries.append((entry, SummaryData.model_validate(data)))
-            elif entry.custom_type == LARGE_CONTENT_TYPE:
-                found.large.append((entry, LargeContentData.model_validate(data)))
-            else:
-                found.contexts.append((entry, ContextData.model_validate(data)))
+            getattr(found, field_name).append((entry, model.model_validate(data)))
         except ValidationError as exc:
             reject(t, entry, _reason(entry.custom_type, exc))
     return found
@@ -509,6 +616,93 @@ async def restore_large_content(conn: AsyncConnection, session: SessionRow, t: T
         )
         stored[data.file_id] = (session.session_key, message[0])
         taken[message[0]] = data.file_id
+        created += 1
+    return created
+
+
+async def restore_turns(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> int:
+    """Insert the file's `turns` rows the key lacks; returns how many.
+
+    A turn number the key already has is skipped when it belongs to this session (a re-import) and is
+    a malformed line of `t` otherwise.
+    """
+    if not found.turns:
+        return 0
+    stored = {
+        row.turn: row.session_id
+        for row in await conn.execute(select(Turn.turn, Turn.session_id).where(Turn.session_key == session.session_key))
+    }
+    rows = []
+    for entry, data in found.turns:
+        if data.turn in stored:
+            if stored[data.turn] != session.session_id:
+                reject(t, entry, f"{TURN_TYPE}: turn {data.turn} of this key is stored for session {stored[data.turn]}")
+            continue
+        stored[data.turn] = session.session_id
+        values = data.model_dump(exclude={"version", "at"}) | ({"at": data.at} if data.at is not None else {})
+        rows.append(values | {"session_key": session.session_key, "session_id": session.session_id})
+    if rows:
+        await conn.execute(insert(Turn), rows)
+    return len(rows)
+
+
+async def restore_compactions(conn: AsyncConnection, session: SessionRow, t: Transcript, found: LcmEntries) -> int:
+    """Append the file's `compactions` audit rows the store lacks; returns how many.
+
+    A row is known by its key, session, trigger and start time. One that names a session, summary or
+    message this key does not have is a malformed line of `t`.
+    """
+    if not found.compactions:
+        return 0
+    datas = [d for _, d in found.compactions]
+    sessions = {
+        sid
+        for (sid,) in await conn.execute(
+            select(Session.session_id).where(
+                Session.session_key == session.session_key,
+                Session.session_id.in_({d.before_session_id for d in datas} | {d.after_session_id for d in datas}),
+            )
+        )
+    }
+    summaries = await _summary_keys(conn, (d.summary_id for d in datas if d.summary_id))
+    messages = await _message_ids(conn, session.session_key, (d.first_kept_message_entry_id or "" for d in datas))
+    stored = {
+        (row.before_session_id, row.trigger, row.started_at)
+        for row in await conn.execute(
+            select(Compaction.before_session_id, Compaction.trigger, Compaction.started_at).where(
+                Compaction.session_key == session.session_key
+            )
+        )
+    }
+    created = 0
+    for entry, data in found.compactions:
+        if (data.before_session_id, data.trigger, data.started_at) in stored:
+            continue
+        named = [data.before_session_id, *([data.after_session_id] if data.after_session_id else [])]
+        problem = (
+            next((f"session {s!r}" for s in named if s not in sessions), None)
+            or (
+                f"summary {data.summary_id!r}"
+                if data.summary_id and summaries.get(data.summary_id) != session.session_key
+                else None
+            )
+            or (
+                f"message entry {data.first_kept_message_entry_id!r}"
+                if data.first_kept_message_entry_id and data.first_kept_message_entry_id not in messages
+                else None
+            )
+        )
+        if problem is not None:
+            reject(t, entry, f"{COMPACTION_TYPE}: {problem} is not stored under this key")
+            continue
+        kept = messages[data.first_kept_message_entry_id][0] if data.first_kept_message_entry_id else None
+        await record_compaction(
+            conn,
+            session_key=session.session_key,
+            first_kept_message_id=kept,
+            **data.model_dump(exclude={"version", "first_kept_message_entry_id"}),
+        )
+        stored.add((data.before_session_id, data.trigger, data.started_at))
         created += 1
     return created
 

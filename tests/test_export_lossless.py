@@ -22,7 +22,7 @@ from typer.testing import CliRunner, Result
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx import cli
 from openclaw_ctx.transcripts import CustomEntry, context_message, read_transcript
-from openclaw_ctx.transcripts_lcm import CONTEXT_TYPE, LARGE_CONTENT_TYPE, SUMMARY_TYPE
+from openclaw_ctx.transcripts_lcm import COMPACTION_TYPE, CONTEXT_TYPE, LARGE_CONTENT_TYPE, SUMMARY_TYPE, TURN_TYPE
 
 SUMMARY_COLUMNS = (
     "summary_id, session_key, session_id, kind, depth, content, token_count, earliest_at, latest_at,"
@@ -104,6 +104,16 @@ def lossless_snapshot(db: Path) -> dict[str, list[tuple[Any, ...]]]:
             "SELECT session_key, ordinal, item_type, summary_id, role, summary_depth, text, token_count"
             " FROM active_context ORDER BY 1, 2",
         ),
+        "compactions": rows(
+            db,
+            "SELECT c.session_key, before_session_id, after_session_id, engine_id, trigger, ok, compacted, reason,"
+            " tokens_before, tokens_after, summary_id, m.entry_id, first_kept_entry_id, summaries_created, started_at,"
+            " duration_ms, details_json FROM compactions c"
+            " LEFT JOIN messages m ON m.message_id = c.first_kept_message_id ORDER BY c.compaction_id",
+        ),
+        "turns": rows(
+            db, "SELECT session_key, session_id, turn, assembled_tokens, budget, compacted, at FROM turns ORDER BY 1, 3"
+        ),
         "summaries_fts": rows(
             db, "SELECT rowid FROM summaries_fts WHERE summaries_fts MATCH 'ledger OR drift' ORDER BY rowid"
         ),
@@ -126,7 +136,7 @@ def lcm_entries(out: Path) -> list[tuple[Path, int, dict[str, Any]]]:
     for path in sorted(out.glob("*.jsonl")):
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             entry = json.loads(line)
-            if entry.get("customType") in (SUMMARY_TYPE, CONTEXT_TYPE, LARGE_CONTENT_TYPE):
+            if entry.get("customType") in (SUMMARY_TYPE, CONTEXT_TYPE, LARGE_CONTENT_TYPE, TURN_TYPE, COMPACTION_TYPE):
                 found.append((path, line_no, entry))
     return found
 
@@ -147,6 +157,10 @@ def test_lossless_history_round_trips_exactly(original: tuple[Path, str], tmp_pa
     for table, expected in before.items():
         assert after[table] == expected, table
     assert before["summaries_fts"], "the FTS probe matches something"
+    assert before["compactions"] and before["turns"]
+    stats = [invoke(d, "stats", "--key", key, "--json") for d in (db, second)]
+    assert stats[0].exit_code == stats[1].exit_code == 0
+    assert json.loads(stats[1].stdout) == json.loads(stats[0].stdout)
 
     doctor = invoke(second, "doctor", "--deep", "--json")
     assert doctor.exit_code == 0, doctor.output
@@ -243,7 +257,8 @@ def test_a_corrupted_summary_entry_is_reported_kept_verbatim_and_the_rest_import
     code, report = import_json(second, out)
     assert code == 2
     assert f"{path}:{line_no}: {SUMMARY_TYPE} data.tokenCount: Input should be a valid integer" in report["skipped"]
-    # Every node built on the lost one is reported too, each at its own line, as is every context naming one.
+    # Every node built on the lost one is reported too, each at its own line, as is every context or
+    # compaction record naming one.
     naming_lost = {
         f"{p}:{n}"
         for p, n, e in entries
@@ -297,6 +312,13 @@ def test_a_corrupted_summary_entry_is_reported_kept_verbatim_and_the_rest_import
             {"items": [{"ordinal": 0, "summaryId": "sum_gone", "tokenCount": 1}]},
             f"{CONTEXT_TYPE}: item summary 'sum_gone' is not stored under this key",
         ),
+        (TURN_TYPE, {"turn": 0, "assembledTokens": 5, "budget": 9}, f"{TURN_TYPE} data.turn: "),
+        (
+            COMPACTION_TYPE,
+            {"beforeSessionId": "s-0", "engineId": "legacy", "trigger": "manual", "ok": 1, "compacted": 1}
+            | {"tokensBefore": 10, "startedAt": "2026-01-01T00:00:02.000Z"},
+            f"{COMPACTION_TYPE}: session 's-0' is not stored under this key",
+        ),
     ],
 )
 def test_bad_lcm_entries_are_malformed_lines(tmp_path: Path, custom_type: str, data: Any, reason: str) -> None:
@@ -344,7 +366,16 @@ def test_a_migrated_history_keeps_its_mixed_dag(tmp_path: Path, engine: str, tar
     code, report = import_json(second, out)
     assert code == 0 and report["skipped"] == []
     before, after = lossless_snapshot(db), lossless_snapshot(second)
-    for table in ("sessions", "messages", "summaries", "summary_messages", "summary_parents", "active_context"):
+    for table in (
+        "sessions",
+        "messages",
+        "summaries",
+        "summary_messages",
+        "summary_parents",
+        "active_context",
+        "compactions",
+        "turns",
+    ):
         assert after[table] == before[table], table
     lossless_context = (
         "SELECT ci.session_id, ci.ordinal, ci.item_type, m.entry_id, ci.summary_id, ci.token_count"

@@ -1,4 +1,4 @@
-"""Lossless-claw's summary DAG and context projection carried inside OpenClaw JSONL transcripts.
+"""Lossless-claw's summary DAG, context projection and the runtime's records, inside OpenClaw JSONL transcripts.
 
 OpenClaw has no entry type for a DAG summary, so export writes each `leaf` / `condensed` node as a
 ``custom`` entry — extension state that OpenClaw keeps in the file and never shows the model — and
@@ -16,13 +16,19 @@ import rebuilds the rows from it (every entry carries ``data.version``, 1 today)
 - ``customType: "openclaw-ctx/lcm-large-content"``: ``data`` is a `large_content` row (``fileId``,
   ``entryId`` of the stubbed message, ``kind``, ``name``, ``mimeType``, ``byteSize``, ``tokenCount``,
   ``stub``, ``stubTokenCount``, ``createdAt``), in the file of the message's session.
+- ``customType: "openclaw-ctx/turn"``: a `turns` row of the session (``turn``, ``assembledTokens``,
+  ``budget``, ``compacted``, ``at``), and ``customType: "openclaw-ctx/compaction-record"``: a
+  `compactions` audit row the runtime wrote (its columns; the first kept message by
+  ``firstKeptMessageEntryId``), in the file of the session it rotated to. With them `stats` of an
+  imported key is the original's.
 - ``customType: "openclaw-ctx/lcm-context"``: ``data`` is ``{engineId, items}``, the session's
   `context_items` in order, each ``{ordinal, entryId | summaryId, tokenCount}``; written last, for a
   session of lossless-claw or one whose context holds a DAG node. The last one on the active branch
   is the session's projection; without one, import falls back to buildSessionContext.
 
 Import restores the rows in the file's transaction, with the same ids, through the store's own
-writers (:func:`openclaw_ctx.store.repo.insert_summary`; the `summaries_fts` triggers index them).
+writers where it has them (:func:`~openclaw_ctx.store.repo.insert_summary`, whose rows the `summaries_fts`
+triggers index, and :func:`~openclaw_ctx.store.repo.record_compaction`).
 A row already stored under the key is skipped, so re-importing adds nothing. Data that does not
 validate, or that names a message or summary the store does not have, makes the line a malformed
 one: reported as ``file:line: reason`` and kept verbatim, and the rest of the file imports.

@@ -537,7 +537,11 @@ async def restore_summaries(conn: AsyncConnection, session: SessionRow, t: Trans
     for entry, data in nodes:
         if data.summary_id in known:
             if known[data.summary_id] != session.session_key:
-                reject(t, entry, f"summary {data.summary_id} is already stored under key {known[data.summary_id]!r}")
+                reject(
+                    t,
+                    entry,
+                    f"{SUMMARY_TYPE}: {data.summary_id!r} is already stored under key {known[data.summary_id]!r}",
+                )
             elif data.compaction_entry_id is not None:
                 done.by_compaction[data.compaction_entry_id] = data.summary_id
             continue
@@ -605,7 +609,9 @@ async def restore_large_content(conn: AsyncConnection, session: SessionRow, t: T
         if data.file_id in stored:
             if stored[data.file_id][0] != session.session_key:
                 reject(
-                    t, entry, f"large content {data.file_id} is already stored under key {stored[data.file_id][0]!r}"
+                    t,
+                    entry,
+                    f"{LARGE_CONTENT_TYPE}: {data.file_id!r} is already stored under key {stored[data.file_id][0]!r}",
                 )
             continue
         if message is None:

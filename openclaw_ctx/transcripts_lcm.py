@@ -63,31 +63,31 @@ from openclaw_ctx.transcripts import CustomEntry, Entry, Transcript, TranscriptL
 __all__ = [
     "COMPACTION_TYPE",
     "CONTEXT_TYPE",
-    "TURN_TYPE",
-    "CompactionData",
-    "TurnData",
-    "compaction_data",
-    "restore_compactions",
-    "restore_turns",
-    "turn_data",
     "IMPORT_SUMMARIZER",
     "LARGE_CONTENT_TYPE",
     "LCM_ENGINE_ID",
     "SUMMARY_TYPE",
+    "TURN_TYPE",
+    "CompactionData",
     "ContextData",
     "LargeContentData",
     "LcmEntries",
     "Restored",
     "SummaryData",
+    "TurnData",
+    "compaction_data",
     "context_data",
     "large_content_data",
     "reject",
-    "restore_large_content",
     "resolve_context",
+    "restore_compactions",
+    "restore_large_content",
     "restore_summaries",
+    "restore_turns",
     "set_engine",
     "split_lcm_entries",
     "summary_data",
+    "turn_data",
 ]
 
 IMPORT_SUMMARIZER = "openclaw-import"
@@ -221,6 +221,8 @@ class CompactionData(_Data):
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
+    # Export builds the models with model_construct: a stored row is written as it is, never refused
+    # (import validates, and reports a row it cannot take).
     return model.model_dump(by_alias=True)
 
 
@@ -277,7 +279,7 @@ async def summary_data(
             parents.setdefault(summary_id, []).append(source)
     out = []
     for row in rows:
-        data = SummaryData(
+        data = SummaryData.model_construct(
             summary_id=row.summary_id,
             kind=row.kind,
             depth=row.depth,
@@ -333,7 +335,7 @@ async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: 
     if session.engine_id != LCM_ENGINE_ID and not any(r.kind in _DAG_KINDS for r in rows):
         return None
     items = [
-        ContextItemData(
+        ContextItemData.model_construct(
             ordinal=r.ordinal,
             entry_id=entry_id_of(r.entry_id, r.message_id) if r.item_type == "message" else None,
             summary_id=r.summary_id if r.item_type == "summary" else None,
@@ -341,7 +343,7 @@ async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: 
         )
         for r in rows
     ]
-    data = _dump(ContextData(engine_id=session.engine_id, items=items))
+    data = _dump(ContextData.model_construct(engine_id=session.engine_id, items=items))
     data["items"] = [{k: v for k, v in item.items() if v is not None and k != "version"} for item in data["items"]]
     return data
 
@@ -358,7 +360,7 @@ async def large_content_data(conn: AsyncConnection, session_id: str, entry_id_of
     ).all()
     return [
         _dump(
-            LargeContentData(
+            LargeContentData.model_construct(
                 file_id=r.file_id,
                 entry_id=entry_id_of(r.entry_id, r.message_id),
                 kind=r.kind,
@@ -380,7 +382,9 @@ async def turn_data(conn: AsyncConnection, session_id: str) -> list[dict[str, An
     rows = (await conn.execute(select(Turn).where(Turn.session_id == session_id).order_by(Turn.turn))).all()
     return [
         _dump(
-            TurnData(turn=r.turn, assembled_tokens=r.assembled_tokens, budget=r.budget, compacted=r.compacted, at=r.at)
+            TurnData.model_construct(
+                turn=r.turn, assembled_tokens=r.assembled_tokens, budget=r.budget, compacted=r.compacted, at=r.at
+            )
         )
         for r in rows
     ]
@@ -407,7 +411,7 @@ async def compaction_data(conn: AsyncConnection, session_id: str, entry_id_of: E
     out = []
     for r in rows:
         kept = entry_id_of(r.kept_entry_id, r.first_kept_message_id) if r.first_kept_message_id is not None else None
-        data = CompactionData(
+        data = CompactionData.model_construct(
             before_session_id=r.before_session_id,
             after_session_id=r.after_session_id,
             engine_id=r.engine_id,

@@ -5,9 +5,13 @@ order (non-message entries verbatim, message envelopes joined with their stored 
 any message the runtime appended since. A session the runtime created is written from its messages,
 with `compaction` entries regenerated from its `legacy` summary nodes the way OpenClaw writes them:
 appended to the compacted session's file, and repeated after the kept messages at the start of the
-successor's file. Exporting a session key writes one file per session of its chain (each successor's
-header names its predecessor's exported file as `parentSession`) and a `sessions.json` that maps the
-key to the newest session, so the directory imports back under the same key.
+successor's file. The rows a transcript cannot otherwise hold — the summaries created in the session
+(lossless-claw's DAG nodes, and runtime-written legacy ones beside their `compaction` entry), its
+externalised large content and, for a lossless projection, its context items — are appended as
+`custom` entries (see :mod:`openclaw_ctx.transcripts_lcm`) unless the replayed lines already hold
+them. Exporting a session key writes one file per session of its chain (each successor's header
+names its predecessor's exported file as `parentSession`) and a `sessions.json` that maps the key to
+the newest session, so the directory imports back under the same key.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,10 +34,21 @@ from openclaw_ctx.store.models import Compaction, ContextItem, Message, Session,
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import TRANSCRIPT_VERSION, iso_to_ms
+from openclaw_ctx.transcripts_lcm import (
+    COMPACTION_TYPE,
+    CONTEXT_TYPE,
+    IMPORT_SUMMARIZER,
+    LARGE_CONTENT_TYPE,
+    SUMMARY_TYPE,
+    TURN_TYPE,
+    compaction_data,
+    context_data,
+    large_content_data,
+    summary_data,
+    turn_data,
+)
 
 __all__ = ["ExportReport", "ExportedFile", "export_session", "session_lines"]
-
-_IMPORTED = "openclaw-import"
 
 
 @dataclass(frozen=True)
@@ -83,6 +99,15 @@ def _compaction_entry_id(summary_id: str) -> str:
     return hashlib.sha256(summary_id.encode()).hexdigest()[:8]
 
 
+# What names the row an lcm entry carries, per customType (a file holds each row once).
+_ROW_KEY: dict[str, Callable[[dict[str, Any]], str]] = {
+    SUMMARY_TYPE: lambda d: str(d.get("summaryId")),
+    LARGE_CONTENT_TYPE: lambda d: str(d.get("fileId")),
+    TURN_TYPE: lambda d: str(d.get("turn")),
+    COMPACTION_TYPE: lambda d: f"{d.get('beforeSessionId')}\0{d.get('trigger')}\0{d.get('startedAt')}",
+}
+
+
 @dataclass
 class _Lines:
     """Lines being built for one file, tracking the last entry id (the next parentId)."""
@@ -91,12 +116,34 @@ class _Lines:
     leaf: str | None = None
     ids: set[str] = field(default_factory=set)
     messages: int = 0
+    # Rows already written as lcm entries (summary ids, large-content file ids), and the last lcm-context's data.
+    written: set[tuple[str, str]] = field(default_factory=set)
+    context: Any = None
 
     def add(self, obj: dict[str, Any], *, raw: str | None = None) -> None:
         self.lines.append(raw if raw is not None else _dumps(obj))
         self.leaf = obj.get("id") or self.leaf
         if obj.get("id"):
             self.ids.add(str(obj["id"]))
+        data = obj.get("data") if obj.get("type") == "custom" else None
+        custom_type = obj.get("customType")
+        if custom_type in _ROW_KEY and isinstance(data, dict):
+            self.written.add((custom_type, _ROW_KEY[custom_type](data)))
+        elif custom_type == CONTEXT_TYPE:
+            self.context = data
+
+    def row(self, custom_type: str, data: dict[str, Any], timestamp: str) -> None:
+        """Append an lcm entry for one row unless the file already has it."""
+        key = _ROW_KEY[custom_type](data)
+        if (custom_type, key) not in self.written:
+            self.add_custom(custom_type, data, timestamp, key)
+
+    def add_custom(self, custom_type: str, data: dict[str, Any], timestamp: str, seed: str) -> None:
+        """Append a `custom` entry (extension state, never model context) at the leaf, with a stable id."""
+        digest = hashlib.sha256(f"{custom_type}\0{seed}".encode()).hexdigest()
+        entry_id = next((digest[:n] for n in (8, 16) if digest[:n] not in self.ids), digest)
+        entry = {"type": "custom", "id": entry_id, "parentId": self.leaf, "timestamp": timestamp}
+        self.add(entry | {"customType": custom_type, "data": data})
 
 
 async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> dict[str, Any]:
@@ -183,6 +230,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
         for row in kept:
             _message_entry(out, row.entry_id, row.message_id, row.message_json, row.created_at)
         first = _entry_id(kept[0].entry_id, kept[0].message_id) if kept else None
+        await _summary_lines(conn, session, out, [str(opening[0].summary_id)])
         await _compaction_lines(conn, [str(opening[0].summary_id)], out, first)
     rows = await conn.execute(
         select(Message.entry_id, Message.message_id, Message.message_json, Message.created_at)
@@ -192,6 +240,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
     for entry_id, message_id, message_json, created in rows:
         if entry_id is None or entry_id not in out.ids:
             _message_entry(out, entry_id, message_id, message_json, created)
+    await _summary_lines(conn, session, out)
     done = (
         await conn.execute(
             select(Compaction.summary_id, Message.entry_id, Message.message_id)
@@ -200,7 +249,7 @@ async def _native_lines(conn: AsyncConnection, session: SessionRow, out: _Lines)
             .where(
                 Compaction.before_session_id == session.session_id,
                 Summary.kind == "legacy",
-                Summary.summarizer != _IMPORTED,
+                Summary.summarizer != IMPORT_SUMMARIZER,
             )
             .order_by(Compaction.compaction_id)
         )
@@ -220,7 +269,7 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
                 select(Summary.content, Summary.created_at, Summary.summarizer).where(Summary.summary_id == summary_id)
             )
         ).one()
-        if summarizer == _IMPORTED:
+        if summarizer == IMPORT_SUMMARIZER:
             continue
         before = await conn.scalar(select(Compaction.tokens_before).where(Compaction.summary_id == summary_id))
         entry: dict[str, Any] = {"type": "compaction", "id": entry_id, "parentId": out.leaf, "timestamp": created}
@@ -228,11 +277,42 @@ async def _compaction_lines(conn: AsyncConnection, summary_ids: list[str], out: 
         out.add(entry)
 
 
+async def _summary_lines(
+    conn: AsyncConnection, session: SessionRow, out: _Lines, summary_ids: list[str] | None = None
+) -> None:
+    """lcm entries for the summaries created in this session (or the given ones) not written yet.
+
+    A runtime-written legacy summary gets one too, before its `compaction` entry, so it keeps its id
+    and edges on import. With the session's own summaries come its `large_content` rows (first), and
+    its `turns` and the `compactions` rows that rotated into it (after).
+    """
+    where = {"summary_ids": summary_ids} if summary_ids is not None else {"session_id": session.session_id}
+    if summary_ids is None:
+        for data in await large_content_data(conn, session.session_id, _entry_id):
+            out.row(LARGE_CONTENT_TYPE, data, data.get("createdAt") or session.created_at)
+    for data in await summary_data(conn, _entry_id, _compaction_entry_id, **where):
+        out.row(SUMMARY_TYPE, data, data.get("createdAt") or session.created_at)
+    if summary_ids is None:
+        for data in await compaction_data(conn, session.session_id, _entry_id):
+            out.row(COMPACTION_TYPE, data, data["startedAt"])
+        for data in await turn_data(conn, session.session_id):
+            out.row(TURN_TYPE, data, data.get("at") or session.created_at)
+
+
+async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
+    """For a lossless projection, an lcm-context entry with its context items (unless the last one says the same)."""
+    context = await context_data(conn, session, _entry_id)
+    if context is not None and context != out.context:
+        updated = await conn.scalar(select(Session.updated_at).where(Session.session_id == session.session_id))
+        out.add_custom(CONTEXT_TYPE, context, updated or session.created_at, f"{session.session_id}\0{_dumps(context)}")
+
+
 async def session_lines(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> tuple[list[str], int]:
     """The JSONL lines of one session (header first) and how many of them are messages."""
     out = _Lines()
     await _stored_lines(conn, session, out)
     await _native_lines(conn, session, out)
+    await _context_line(conn, session, out)
     header = await _header(conn, session, parent_path)
     return [_dumps(header), *out.lines], out.messages
 

@@ -11,6 +11,12 @@ What goes where:
 - each `compaction` on the active branch becomes a `legacy` summary (summarizer ``openclaw-import``)
   with edges to the branch messages it replaced and to the summary it updated, plus a `compactions`
   audit row; the session's `context_items` are what OpenClaw's buildSessionContext shows;
+- the ``openclaw-ctx/lcm-*`` `custom` entries export writes (:mod:`openclaw_ctx.transcripts_lcm`)
+  restore summaries (lossless-claw's `leaf`/`condensed` nodes, and runtime-written `legacy` ones, which
+  their `compaction` entry then stands for) with their ids and edges, `large_content` rows, and the
+  session's `context_items` when the branch carries an ``openclaw-ctx/lcm-context`` entry (instead of
+  buildSessionContext's view); one that does not validate or names rows the store lacks becomes a
+  malformed line;
 - a file whose header names a `parentSession` continues its parent's session key; the parent row
   becomes ``rotated`` and the child's ``parent_session_id`` points at it.
 
@@ -68,6 +74,17 @@ from openclaw_ctx.transcripts import (
     iter_entries,
     read_transcript,
 )
+from openclaw_ctx.transcripts_lcm import (
+    IMPORT_SUMMARIZER,
+    Restored,
+    resolve_context,
+    restore_compactions,
+    restore_large_content,
+    restore_summaries,
+    restore_turns,
+    set_engine,
+    split_lcm_entries,
+)
 
 __all__ = [
     "IMPORT_SUMMARIZER",
@@ -83,7 +100,6 @@ __all__ = [
     "parent_from_store",
 ]
 
-IMPORT_SUMMARIZER = "openclaw-import"
 _BATCH = 1000
 _COUNTERS = ("entries", "entries_new", "messages_new", "messages_duplicate", "summaries_new", "skipped_lines")
 _UUID_TAIL = re.compile(r"([0-9a-fA-F-]{36})$")
@@ -515,10 +531,17 @@ async def _write_summaries(
     session: SessionRow,
     path: list[Entry],
     ids: dict[str, AppendResult],
+    restored: Restored,
 ) -> tuple[dict[str, str], int]:
-    """A legacy summary per compaction on the branch; returns entry id → summary id and the count created."""
+    """A legacy summary per compaction on the branch; returns entry id → summary id and the count created.
+
+    A compaction entry that stands for a summary restored from its lcm-summary entry keeps that summary
+    (its audit row travels as a compaction-record entry).
+    """
     compactions = [(i, e) for i, e in enumerate(path) if isinstance(e, CompactionEntry)]
-    wanted = {e.id: legacy_summary_id(session.session_key, e.id) for _, e in compactions}
+    wanted = {
+        e.id: restored.by_compaction.get(e.id) or legacy_summary_id(session.session_key, e.id) for _, e in compactions
+    }
     existing = set(
         (await conn.execute(select(Summary.summary_id).where(Summary.summary_id.in_(list(wanted.values()))))).scalars()
     )
@@ -557,7 +580,6 @@ async def _insert_legacy(
         below = (row[0], row[1]) if row else below
     tokens = sum(ids[e.id].token_count for e in sources)
     stamps = sorted(s for s in (_store_time(e.timestamp) for e in sources) if s)
-    first_kept = ids.get(entry.first_kept_entry_id or "")
     await insert_summary(
         conn,
         session,
@@ -583,6 +605,13 @@ async def _insert_legacy(
             summary_id=summary_id,
         ),
     )
+    await _record_compaction(conn, session, entry, ids, summary_id)
+
+
+async def _record_compaction(
+    conn: AsyncConnection, session: SessionRow, entry: CompactionEntry, ids: dict[str, AppendResult], summary_id: str
+) -> None:
+    first_kept = ids.get(entry.first_kept_entry_id or "")
     await record_compaction(
         conn,
         session_key=session.session_key,
@@ -609,14 +638,37 @@ async def _write_context(
     ids: dict[str, AppendResult],
     summaries: dict[str, str],
     changed: bool,
+    projection: tuple[str | None, list[dict[str, Any]]] | None,
 ) -> None:
-    """Replace the session's context items with buildSessionContext's view (only when something changed)."""
+    """Replace the session's context items (only when something changed).
+
+    With an lcm-context entry on the branch (`projection`) they are what it records, and the session
+    becomes that engine's; otherwise they are buildSessionContext's view.
+    """
     if (
         not changed
         and await conn.scalar(select(ContextItem.ordinal).where(ContextItem.session_id == session.session_id))
         is not None
     ):
         return
+    if projection is not None:
+        engine_id, items = projection
+        await set_engine(conn, session, engine_id)
+    else:
+        items = await _built_context(conn, session, t, ids, summaries)
+    await conn.execute(delete(ContextItem).where(ContextItem.session_id == session.session_id))
+    for start in range(0, len(items), _BATCH):
+        await conn.execute(insert(ContextItem), items[start : start + _BATCH])
+
+
+async def _built_context(
+    conn: AsyncConnection,
+    session: SessionRow,
+    t: Transcript,
+    ids: dict[str, AppendResult],
+    summaries: dict[str, str],
+) -> list[dict[str, Any]]:
+    """buildSessionContext's view of the branch as `context_items` rows."""
     token_of: dict[str, int] = {}
     if summaries:
         rows = await conn.execute(
@@ -634,15 +686,14 @@ async def _write_context(
             items.append(
                 base | {"item_type": "message", "message_id": result.message_id, "token_count": result.token_count}
             )
-    await conn.execute(delete(ContextItem).where(ContextItem.session_id == session.session_id))
-    for start in range(0, len(items), _BATCH):
-        await conn.execute(insert(ContextItem), items[start : start + _BATCH])
+    return items
 
 
 async def import_transcript(
     conn: AsyncConnection, counter: TokenCounter, t: Transcript, source: SourceFile, report: FileReport
 ) -> None:
     """Write one read transcript in the caller's transaction; fills `report`."""
+    lcm = split_lcm_entries(t)
     report.entries = len(t.entries)
     report.skipped_lines = len(t.errors)
     session = await _session_for(conn, source, report)
@@ -653,8 +704,16 @@ async def import_transcript(
     path = t.active_branch()
     active = {e.id for e in path}
     ids = await _write_messages(conn, counter, session, t, active, report)
+    await restore_large_content(conn, session, t, lcm)
+    restored = await restore_summaries(conn, session, t, lcm)
+    summaries, legacy = await _write_summaries(conn, counter, session, path, ids, restored)
+    report.summaries_new = len(restored.created) + legacy
+    await restore_compactions(conn, session, t, lcm)
+    await restore_turns(conn, session, t, lcm)
+    projection = await resolve_context(conn, session, t, lcm)
+    # Entries are written last: an lcm entry whose references do not resolve is a malformed line.
     report.entries_new = await _write_entries(conn, session, t, active)
-    summaries, report.summaries_new = await _write_summaries(conn, counter, session, path, ids)
+    report.entries, report.skipped_lines = len(t.entries), len(t.errors)
     changed = bool(report.messages_new or report.entries_new or report.summaries_new)
-    await _write_context(conn, session, t, ids, summaries, changed)
+    await _write_context(conn, session, t, ids, summaries, changed, projection)
     await _settle_status(conn, session)

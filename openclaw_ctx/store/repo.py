@@ -513,6 +513,7 @@ class NewSummary:
     source_message_token_count: int = 0
     details: Any = None
     summary_id: str = field(default_factory=new_summary_id)
+    created_at: str | None = None  # None: now (set when restoring a row, e.g. on import)
 
 
 async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: NewSummary) -> str:
@@ -545,6 +546,7 @@ async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: Ne
             model=summary.model,
             fallback_level=summary.fallback_level,
             details_json=json.dumps(summary.details, ensure_ascii=False) if summary.details is not None else None,
+            **({"created_at": summary.created_at} if summary.created_at is not None else {}),
         )
     )
     if summary.source_message_ids:

@@ -87,6 +87,11 @@ async def ingest_conversation(store: Store, n: int, *, seed: int = SEED, key: st
 async def compact_full(store: Store, engine_id: str, key: str = SESSION_KEY) -> Any:
     """Compact `key` with `engine_id` down to the 128k budget's target in one call; the CompactResult."""
     engine = engine_for(store, engine_id, SWEEP_CONFIG if engine_id != "legacy" else None)
+    return await compact_full_with(engine, store, key)
+
+
+async def compact_full_with(engine: Any, store: Store, key: str = SESSION_KEY) -> Any:
+    """Forced threshold compaction of `key` by `engine` at the 128k budget; the CompactResult."""
     async with store.read() as conn:
         session = await repo.active_session(conn, key)
         assert session is not None
@@ -103,7 +108,7 @@ async def compact_full(store: Store, engine_id: str, key: str = SESSION_KEY) -> 
         )
     )
     if not result.ok:
-        raise RuntimeError(f"{engine_id} compaction failed: {result.reason}")
+        raise RuntimeError(f"{engine.info.id} compaction failed: {result.reason}")
     return result
 
 

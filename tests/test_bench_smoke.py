@@ -21,7 +21,7 @@ from bench.core import BenchContext, PeerMissing, Row, Stat, Target
 from openclaw_ctx.messages import flatten_text, message_to_json, parse_message
 
 # A benchmark whose peer is missing raises PeerMissing; that is a clean skip, not a failure.
-_PEER_MODULES = {"peers": ("agents",)}
+_PEER_MODULES = {"peers": ("agents", "google.adk")}
 
 
 def _ctx(tmp_path: Path) -> BenchContext:

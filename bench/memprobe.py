@@ -1,0 +1,68 @@
+"""Child process for the memory benchmark: run one workload, print peak RSS as JSON.
+
+``python -m bench.memprobe turn DB N ENGINE TURNS`` runs TURNS turns (as :mod:`bench.b_turn`) on a
+history database; ``python -m bench.memprobe import DIR DB`` imports an OpenClaw transcript directory.
+A fresh process per workload, so ``ru_maxrss`` is the peak of that workload alone (plus the
+interpreter and imports, reported separately as ``base_mb``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def _rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _current_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return _rss_mb()
+
+
+def main(argv: list[str]) -> int:
+    """Run the workload named by argv[0]; print ``{"base_mb", "peak_mb", "seconds", ...}``."""
+    from bench import b_turn
+    from openclaw_ctx.store.store import Store
+    from openclaw_ctx.tokens import get_counter
+    from openclaw_ctx.transcripts_import import import_paths
+
+    get_counter()  # the vocabulary is part of the baseline, not of the workload
+    base = _current_mb()
+    start = time.perf_counter()
+    extra: dict[str, object] = {}
+    if argv[0] == "turn":
+        db, n, engine, turns = Path(argv[1]), int(argv[2]), argv[3], int(argv[4])
+        asyncio.run(b_turn._turns(db, engine, n, turns, warmup=0))
+    elif argv[0] == "import":
+        folder, db = Path(argv[1]), Path(argv[2])
+
+        async def go() -> None:
+            store = await Store.open(db)
+            try:
+                report = await import_paths(store, [folder])
+                extra["files"] = len(report.files)
+                extra["messages"] = sum(getattr(f, "messages_new", 0) or 0 for f in report.files)
+            finally:
+                await store.close()
+
+        asyncio.run(go())
+    else:
+        raise SystemExit(f"unknown workload {argv[0]!r}")
+    print(json.dumps({"base_mb": base, "peak_mb": _rss_mb(), "seconds": time.perf_counter() - start, **extra}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

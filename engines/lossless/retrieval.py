@@ -175,7 +175,8 @@ async def grep(
     if not pattern or not pattern.strip():
         raise RecallQueryError("the search pattern is empty")
     window = fts.TimeWindow(_iso(since, "since"), _iso(before, "before"))
-    query = fts.SearchQuery(pattern, mode, session_key, window, limit, sort)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    query = fts.SearchQuery(pattern, mode, session_key, window, limit, sort, now_ms)
     async with reading(source) as conn:
         rows: list[SearchRow] = []
         strategies: list[str] = []
@@ -186,7 +187,7 @@ async def grep(
                 rows.extend(found.rows)
                 strategies.append(found.strategy)
                 complete = complete and found.complete
-        ranked = fts.rank(rows, sort)[:limit]
+        ranked = fts.rank(rows, sort, now_ms=now_ms)[:limit]
         hits = await _to_hits(conn, ranked, pattern, mode)
     return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete)
 

@@ -273,8 +273,8 @@ _INSERT_CONTEXT_SQL = """
 """
 _IDS_BY_SEQ_SQL = "SELECT message_id, seq FROM messages WHERE session_key = :k AND seq BETWEEN :lo AND :hi"
 # Rows per INSERT round trip: while one chunk is written by the driver thread, the next is built
-# (serialised, flattened, token-counted) on this one; tiktoken and SQLite both release the GIL.
-_INSERT_CHUNK = 256
+# (serialised, flattened, token-counted) on a worker thread.
+_INSERT_CHUNK = 128
 
 
 async def append_messages(
@@ -290,8 +290,8 @@ async def append_messages(
     New messages get the next `seq` of the key and, with `add_to_context`, an item at the end of the
     session's `context_items`. A duplicate is reported with ``inserted=False`` and its existing id.
 
-    Round trips: one lookup, one INSERT per 256 new rows (the next chunk is prepared while the
-    previous one is written), one statement for the context items and the new ids.
+    Round trips: one lookup, one INSERT per 128 new rows (the next chunk is prepared on a worker
+    thread while the previous one is written), one statement for the context items and the new ids.
     """
     if not items:
         return []
@@ -319,26 +319,32 @@ async def append_messages(
         return [p for p in plan if isinstance(p, AppendResult)]
     first_seq = seq + 1
     tokens: list[int] = []
-    pending: asyncio.Task[Any] | None = None
-    try:
-        for start in range(0, len(fresh), _INSERT_CHUNK):
-            chunk = [
-                _message_values(session, item, first_seq + start + i, counter)
-                for i, item in enumerate(fresh[start : start + _INSERT_CHUNK])
-            ]
-            tokens.extend(values[9] for values in chunk)
-            if pending is not None:
-                await pending
-            pending = asyncio.ensure_future(conn.exec_driver_sql(_INSERT_MESSAGE_SQL, chunk))
-            await asyncio.sleep(0)  # let the task hand the chunk to the driver thread before we build the next
-        assert pending is not None
-        await pending
-    except BaseException:
-        if pending is not None and not pending.done():
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        raise
+
+    def build(start: int) -> list[tuple[Any, ...]]:
+        return [
+            _message_values(session, item, first_seq + start + i, counter)
+            for i, item in enumerate(fresh[start : start + _INSERT_CHUNK])
+        ]
+
+    loop = asyncio.get_running_loop()
+    starts = range(0, len(fresh), _INSERT_CHUNK)
+    chunk = build(0)
+    for start in starts:
+        # While this chunk is written (the loop drives the driver's round trips), a worker thread
+        # builds the next one: tiktoken and SQLite both release the GIL, so the two overlap.
+        upcoming = (
+            loop.run_in_executor(None, build, start + _INSERT_CHUNK) if start + _INSERT_CHUNK < len(fresh) else None
+        )
+        try:
+            await conn.exec_driver_sql(_INSERT_MESSAGE_SQL, chunk)
+        except BaseException:
+            if upcoming is not None:
+                with contextlib.suppress(BaseException):
+                    await upcoming
+            raise
+        tokens.extend(values[9] for values in chunk)
+        if upcoming is not None:
+            chunk = await upcoming
     last_seq = first_seq + len(fresh) - 1
     bounds = {"k": session.session_key, "lo": first_seq, "hi": last_seq}
     if add_to_context:

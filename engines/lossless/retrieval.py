@@ -237,12 +237,21 @@ _RAW_IN_CONTEXT_SQL = text(
 ).bindparams(bindparam("ids", expanding=True))
 
 
-async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> dict[int, tuple[str | None, str | None]]:
-    """For each message id: (covering leaf/legacy summary, the active-context node that reaches it)."""
-    if not message_ids:
-        return {}
+# Both of the above in one round trip (a grep page needs both): cover rows first (kind 0, in
+# (mid, lvl) order), then the raw in-context message ids (kind 1).
+_COVER_AND_RAW_SQL = text(
+    _COVER_SQL.text.replace("SELECT up.mid, up.sid, up.lvl,", "SELECT 0 AS kind, up.mid, up.sid, up.lvl,").replace(
+        "FROM up ORDER BY up.mid, up.lvl", "FROM up"
+    )
+    + " UNION ALL "
+    + _RAW_IN_CONTEXT_SQL.text.replace("SELECT ci.message_id FROM", "SELECT 1, ci.message_id, NULL, NULL, NULL FROM")
+    + " ORDER BY 1, 2, 4"
+).bindparams(bindparam("ids", expanding=True))
+
+
+def _fold_covers(rows: Any) -> dict[int, tuple[str | None, str | None]]:
     out: dict[int, tuple[str | None, str | None]] = {}
-    for mid, sid, lvl, in_ctx in await conn.execute(_COVER_SQL, {"ids": message_ids}):
+    for mid, sid, lvl, in_ctx in rows:
         leaf, ctx = out.get(mid, (None, None))
         if lvl == 0 and leaf is None:
             leaf = sid
@@ -252,10 +261,21 @@ async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> d
     return out
 
 
+async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> dict[int, tuple[str | None, str | None]]:
+    """For each message id: (covering leaf/legacy summary, the active-context node that reaches it)."""
+    if not message_ids:
+        return {}
+    return _fold_covers(await conn.execute(_COVER_SQL, {"ids": message_ids}))
+
+
 async def _to_hits(conn: AsyncConnection, rows: list[SearchRow], pattern: str, mode: Mode) -> list[GrepHit]:
     message_ids = [r.message_id for r in rows if r.message_id is not None]
-    covers = await covering_summaries(conn, message_ids)
-    raw = {r[0] for r in await conn.execute(_RAW_IN_CONTEXT_SQL, {"ids": message_ids})} if message_ids else set()
+    covers: dict[int, tuple[str | None, str | None]] = {}
+    raw: set[int] = set()
+    if message_ids:
+        found = (await conn.execute(_COVER_AND_RAW_SQL, {"ids": message_ids})).all()
+        covers = _fold_covers(tuple(r[1:]) for r in found if r[0] == 0)
+        raw = {r[1] for r in found if r[0] == 1}
     hits = []
     for r in rows:
         snippet = fts.snippet(r.text, pattern, mode)

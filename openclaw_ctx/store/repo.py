@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.errors import NotFoundError
@@ -264,14 +266,15 @@ _INSERT_MESSAGE_SQL = (
 )
 # The new rows' context items, written from the rows themselves (ordinal = base + seq), returning
 # each new id with its seq (RETURNING sees only context_items' columns, hence ordinal - base).
+# Placeholders: session id, base, key, first seq, last seq, base.
 _INSERT_CONTEXT_SQL = """
     INSERT INTO context_items(session_id, ordinal, item_type, message_id, token_count)
-    SELECT :s, :base + seq, 'message', message_id, token_count FROM messages
-    WHERE session_key = :k AND seq BETWEEN :lo AND :hi
+    SELECT ?, ? + seq, 'message', message_id, token_count FROM messages
+    WHERE session_key = ? AND seq BETWEEN ? AND ?
     ORDER BY seq
-    RETURNING message_id, ordinal - :base
+    RETURNING message_id, ordinal - ?
 """
-_IDS_BY_SEQ_SQL = "SELECT message_id, seq FROM messages WHERE session_key = :k AND seq BETWEEN :lo AND :hi"
+_IDS_BY_SEQ_SQL = "SELECT message_id, seq FROM messages WHERE session_key = ? AND seq BETWEEN ? AND ?"
 # Rows per INSERT round trip: while one chunk is written by the driver thread, the next is built
 # (serialised, flattened, token-counted) on a worker thread.
 _INSERT_CHUNK = 128
@@ -291,14 +294,16 @@ async def append_messages(
     session's `context_items`. A duplicate is reported with ``inserted=False`` and its existing id.
 
     Round trips: one lookup, one INSERT per 128 new rows (the next chunk is prepared on a worker
-    thread while the previous one is written), one statement for the context items and the new ids.
+    thread while the previous one is written), one statement for the context items and the new ids;
+    each is a single hop to the driver thread (see :class:`_Driver`).
     """
     if not items:
         return []
     keys = sorted({k for item in items for k in (item.entry_id, item.event_key) if k})
     existing: dict[str, tuple[int, int]] = {}
     seq = ordinal = 0
-    rows: Any = await conn.exec_driver_sql(_APPEND_LOOKUP_SQL, _lookup_params(session, json.dumps(keys)))
+    driver = await _Driver.of(conn)
+    rows = await driver.fetchall(_APPEND_LOOKUP_SQL, _lookup_params(session, json.dumps(keys)))
     for r in rows:
         if r[0] == 1:
             seq, ordinal = int(r[2]), int(r[3])
@@ -336,7 +341,7 @@ async def append_messages(
             loop.run_in_executor(None, build, start + _INSERT_CHUNK) if start + _INSERT_CHUNK < len(fresh) else None
         )
         try:
-            await conn.exec_driver_sql(_INSERT_MESSAGE_SQL, chunk)
+            await driver.executemany(_INSERT_MESSAGE_SQL, chunk)
         except BaseException:
             if upcoming is not None:
                 with contextlib.suppress(BaseException):
@@ -346,15 +351,52 @@ async def append_messages(
         if upcoming is not None:
             chunk = await upcoming
     last_seq = first_seq + len(fresh) - 1
-    bounds = {"k": session.session_key, "lo": first_seq, "hi": last_seq}
     if add_to_context:
         base = ordinal + 1 - first_seq
-        got = await conn.execute(text(_INSERT_CONTEXT_SQL), {**bounds, "s": session.session_id, "base": base})
+        got = await driver.fetchall(
+            _INSERT_CONTEXT_SQL, (session.session_id, base, session.session_key, first_seq, last_seq, base)
+        )
     else:
-        got = await conn.execute(text(_IDS_BY_SEQ_SQL), bounds)
+        got = await driver.fetchall(_IDS_BY_SEQ_SQL, (session.session_key, first_seq, last_seq))
     by_seq = {int(sq): int(mid) for mid, sq in got}
     ids = [by_seq[first_seq + i] for i in range(len(fresh))]
     return [p if isinstance(p, AppendResult) else AppendResult(ids[p], True, tokens[p]) for p in plan]
+
+
+class _Driver:
+    """The aiosqlite connection under an AsyncConnection, for hot-path statements in one hop each.
+
+    SQLAlchemy's asyncio adapter spends three to four driver round trips per statement (open a
+    cursor, execute, fetch, close); aiosqlite's own ``execute_fetchall`` / ``executemany`` spend one.
+    The statements run on the very connection, inside the transaction SQLAlchemy began; driver
+    errors are raised as SQLAlchemy's exception types, as everywhere else in the store.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    @classmethod
+    async def of(cls, conn: AsyncConnection) -> _Driver:
+        """The driver connection of `conn`."""
+        return cls((await conn.get_raw_connection()).driver_connection)
+
+    async def fetchall(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """Execute one statement and return its rows."""
+        try:
+            return list(await self._raw.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise _wrapped(sql, params, exc) from exc
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one statement for every row."""
+        try:
+            await self._raw.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise _wrapped(sql, rows, exc) from exc
+
+
+def _wrapped(sql: str, params: Any, exc: sqlite3.Error) -> BaseException:
+    return DBAPIError.instance(sql, params, exc, sqlite3.Error)
 
 
 def _lookup_params(session: SessionRow, keys: str) -> tuple[Any, ...]:

@@ -377,7 +377,9 @@ class _Driver:
 
     @classmethod
     async def of(cls, conn: AsyncConnection) -> _Driver:
-        """The driver connection of `conn`."""
+        """The driver connection of `conn`, inside a transaction (begun here as SQLAlchemy's autobegin would)."""
+        if not conn.in_transaction():
+            await conn.begin()
         return cls((await conn.get_raw_connection()).driver_connection)
 
     async def fetchall(self, sql: str, params: Sequence[Any]) -> list[Any]:
@@ -471,53 +473,68 @@ class ContextEntry:
     summary: dict[str, Any] | None = field(default=None)
 
 
-_CONTEXT_SQL = text(
-    """
+_CONTEXT_SQL = """
     SELECT ci.ordinal, ci.item_type, ci.token_count, ci.message_id, m.message_json, m.entry_id, m.seq,
            ci.summary_id, s.kind, s.depth, s.content, s.descendant_count, s.earliest_at, s.latest_at,
            s.summarizer, s.fallback_level
     FROM context_items AS ci
     LEFT JOIN messages AS m ON m.message_id = ci.message_id
     LEFT JOIN summaries AS s ON s.summary_id = ci.summary_id
-    WHERE ci.session_id = :sid
+    WHERE ci.session_id = ?
     ORDER BY ci.ordinal
-    """
-)
+"""
 
 
 async def load_context(conn: AsyncConnection, session_id: str) -> list[ContextEntry]:
-    """The session's context items in order, resolved, with one indexed query."""
-    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id})
+    """The session's context items in order, resolved, with one indexed query (one driver hop)."""
+    rows = await (await _Driver.of(conn)).fetchall(_CONTEXT_SQL, (session_id,))
     out: list[ContextEntry] = []
-    for r in rows:
-        if r.item_type == "message":
+    for (
+        ordinal,
+        item_type,
+        token_count,
+        message_id,
+        message_json,
+        entry_id,
+        seq,
+        summary_id,
+        kind,
+        depth,
+        content,
+        descendant_count,
+        earliest_at,
+        latest_at,
+        summarizer,
+        fallback_level,
+    ) in rows:
+        if item_type == "message":
             out.append(
                 ContextEntry(
-                    r.ordinal,
+                    ordinal,
                     "message",
-                    r.token_count,
-                    message_id=r.message_id,
-                    message=message_from_json(r.message_json),
-                    entry_id=r.entry_id,
-                    seq=r.seq,
+                    token_count,
+                    message_id=message_id,
+                    message=message_from_json(message_json),
+                    entry_id=entry_id,
+                    seq=seq,
                 )
             )
         else:
             out.append(
                 ContextEntry(
-                    r.ordinal,
+                    ordinal,
                     "summary",
-                    r.token_count,
-                    summary_id=r.summary_id,
+                    token_count,
+                    summary_id=summary_id,
                     summary={
-                        "kind": r.kind,
-                        "depth": r.depth,
-                        "content": r.content,
-                        "descendant_count": r.descendant_count,
-                        "earliest_at": r.earliest_at,
-                        "latest_at": r.latest_at,
-                        "summarizer": r.summarizer,
-                        "fallback_level": r.fallback_level,
+                        "kind": kind,
+                        "depth": depth,
+                        "content": content,
+                        "descendant_count": descendant_count,
+                        "earliest_at": earliest_at,
+                        "latest_at": latest_at,
+                        "summarizer": summarizer,
+                        "fallback_level": fallback_level,
                     },
                 )
             )

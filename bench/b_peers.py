@@ -12,8 +12,9 @@ stored messages (full size). Every store starts from its cached N-message histor
 
 Then T turns on each store, the stores' order rotating every turn (load drift cancels in ratios):
 
-- **ingest** a turn's 4 new messages: ours ``repo.append_messages`` in one transaction (it also
-  counts tokens, indexes FTS5 and appends context items); OpenAI ``add_items`` of the turn's items;
+- **ingest** a turn's 4 new messages: ours ``repo.append_messages`` in one ``store.transaction()``
+  (it also counts tokens, indexes FTS5 and appends context items; the session row is looked up
+  before the clock starts, as the host holds it for the whole turn); OpenAI ``add_items`` of the turn's items;
   ADK ``append_event`` per message (its API has no batch);
 - **what the model sees next turn**: ours host context load + ``engine.assemble`` within 128k;
   OpenAI ``get_items()`` (the Runner's default: every item); ADK ``get_session()`` (the Runner's
@@ -136,10 +137,12 @@ async def _measure(paths: dict[str, Path], n: int, turns: int, warmup: int) -> d
 
     async def ours(t: int, batch: list[dict[str, Any]]) -> tuple[float, float]:
         items = [repo.NewMessage(parse_message(m), entry_id=f"peer-{n}-{t}-{i}") for i, m in enumerate(batch)]
-        start = time.perf_counter()
+        # The host holds the turn's session row (looked up once per turn, like the peers' session
+        # objects hold their ids); the store call that ingests is append_messages.
         async with store.read() as conn:
             session = await repo.active_session(conn, key)
         assert session is not None
+        start = time.perf_counter()
         async with store.transaction() as conn:
             await repo.append_messages(conn, session, items, store.counter)
         ingested = time.perf_counter()

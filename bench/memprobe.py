@@ -31,6 +31,19 @@ def _current_mb() -> float:
     return _rss_mb()
 
 
+def _status_mb(*fields: str) -> dict[str, float]:
+    """Selected ``/proc/self/status`` sizes in MB (RssAnon = heap, RssFile = mapped file pages)."""
+    out: dict[str, float] = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in fields:
+                out[name] = int(value.split()[0]) / 1024
+    except OSError:
+        pass
+    return out
+
+
 def main(argv: list[str]) -> int:
     """Run the workload named by argv[0]; print ``{"base_mb", "peak_mb", "seconds", ...}``."""
     from bench import b_turn
@@ -60,7 +73,12 @@ def main(argv: list[str]) -> int:
         asyncio.run(go())
     else:
         raise SystemExit(f"unknown workload {argv[0]!r}")
-    print(json.dumps({"base_mb": base, "peak_mb": _rss_mb(), "seconds": time.perf_counter() - start, **extra}))
+    status = _status_mb("RssAnon", "RssFile", "RssShmem")
+    print(
+        json.dumps(
+            {"base_mb": base, "peak_mb": _rss_mb(), "seconds": time.perf_counter() - start, "end": status, **extra}
+        )
+    )
     return 0
 
 

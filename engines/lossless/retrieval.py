@@ -12,6 +12,7 @@ matches, so a very common term cannot score the whole index.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from engines.lossless import fts
 from engines.lossless.fts import RecallQueryError, SearchRow
 from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.store.repo import Driver
 from openclaw_ctx.store.store import Store
 
 __all__ = [
@@ -239,14 +241,15 @@ _RAW_IN_CONTEXT_SQL = text(
 
 # Both of the above in one round trip (a grep page needs both): cover rows first (kind 0, in
 # (mid, lvl) order), then the raw in-context message ids (kind 1).
-_COVER_AND_RAW_SQL = text(
+# Sent through the driver (one hop), the ids as one JSON array.
+_COVER_AND_RAW_SQL = (
     _COVER_SQL.text.replace("SELECT up.mid, up.sid, up.lvl,", "SELECT 0 AS kind, up.mid, up.sid, up.lvl,").replace(
         "FROM up ORDER BY up.mid, up.lvl", "FROM up"
     )
     + " UNION ALL "
     + _RAW_IN_CONTEXT_SQL.text.replace("SELECT ci.message_id FROM", "SELECT 1, ci.message_id, NULL, NULL, NULL FROM")
     + " ORDER BY 1, 2, 4"
-).bindparams(bindparam("ids", expanding=True))
+).replace("IN :ids", "IN (SELECT value FROM json_each(:ids))")
 
 
 def _fold_covers(rows: Any) -> dict[int, tuple[str | None, str | None]]:
@@ -273,7 +276,7 @@ async def _to_hits(conn: AsyncConnection, rows: list[SearchRow], pattern: str, m
     covers: dict[int, tuple[str | None, str | None]] = {}
     raw: set[int] = set()
     if message_ids:
-        found = (await conn.execute(_COVER_AND_RAW_SQL, {"ids": message_ids})).all()
+        found = await (await Driver.of(conn)).fetchall(_COVER_AND_RAW_SQL, {"ids": json.dumps(message_ids)})
         covers = _fold_covers(tuple(r[1:]) for r in found if r[0] == 0)
         raw = {r[1] for r in found if r[0] == 1}
     hits = []

@@ -13,7 +13,7 @@ import json
 import secrets
 import sqlite3
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ from openclaw_ctx.tokens import TokenCounter
 __all__ = [
     "AppendResult",
     "ContextEntry",
+    "Driver",
     "NewMessage",
     "NewSummary",
     "SessionRow",
@@ -295,14 +296,14 @@ async def append_messages(
 
     Round trips: one lookup, one INSERT per 128 new rows (the next chunk is prepared on a worker
     thread while the previous one is written), one statement for the context items and the new ids;
-    each is a single hop to the driver thread (see :class:`_Driver`).
+    each is a single hop to the driver thread (see :class:`Driver`).
     """
     if not items:
         return []
     keys = sorted({k for item in items for k in (item.entry_id, item.event_key) if k})
     existing: dict[str, tuple[int, int]] = {}
     seq = ordinal = 0
-    driver = await _Driver.of(conn)
+    driver = await Driver.of(conn)
     rows = await driver.fetchall(_APPEND_LOOKUP_SQL, _lookup_params(session, json.dumps(keys)))
     for r in rows:
         if r[0] == 1:
@@ -363,8 +364,8 @@ async def append_messages(
     return [p if isinstance(p, AppendResult) else AppendResult(ids[p], True, tokens[p]) for p in plan]
 
 
-class _Driver:
-    """The aiosqlite connection under an AsyncConnection, for hot-path statements in one hop each.
+class Driver:
+    """The aiosqlite connection under an AsyncConnection, for hot-path statements in one hop each (public for engines).
 
     SQLAlchemy's asyncio adapter spends three to four driver round trips per statement (open a
     cursor, execute, fetch, close); aiosqlite's own ``execute_fetchall`` / ``executemany`` spend one.
@@ -376,14 +377,14 @@ class _Driver:
         self._raw = raw
 
     @classmethod
-    async def of(cls, conn: AsyncConnection) -> _Driver:
+    async def of(cls, conn: AsyncConnection) -> Driver:
         """The driver connection of `conn`, inside a transaction (begun here as SQLAlchemy's autobegin would)."""
         if not conn.in_transaction():
             await conn.begin()
         return cls((await conn.get_raw_connection()).driver_connection)
 
-    async def fetchall(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        """Execute one statement and return its rows."""
+    async def fetchall(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+        """Execute one statement (``?`` or ``:name`` placeholders) and return its rows as tuples."""
         try:
             return list(await self._raw.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
@@ -487,7 +488,7 @@ _CONTEXT_SQL = """
 
 async def load_context(conn: AsyncConnection, session_id: str) -> list[ContextEntry]:
     """The session's context items in order, resolved, with one indexed query (one driver hop)."""
-    rows = await (await _Driver.of(conn)).fetchall(_CONTEXT_SQL, (session_id,))
+    rows = await (await Driver.of(conn)).fetchall(_CONTEXT_SQL, (session_id,))
     out: list[ContextEntry] = []
     for (
         ordinal,

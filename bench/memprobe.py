@@ -12,6 +12,7 @@ import asyncio
 import json
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,25 @@ def _status_mb(*fields: str) -> dict[str, float]:
     return out
 
 
+class _Sampler(threading.Thread):
+    """Samples RssAnon (heap) and RssFile (mapped file pages: SQLite's mmap of the database) every 20 ms."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak: dict[str, float] = {"RssAnon": 0.0, "RssFile": 0.0}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(0.02):
+            for name, value in _status_mb("RssAnon", "RssFile").items():
+                self.peak[name] = max(self.peak[name], value)
+
+    def stop(self) -> dict[str, float]:
+        self._halt.set()
+        self.join()
+        return self.peak
+
+
 def main(argv: list[str]) -> int:
     """Run the workload named by argv[0]; print ``{"base_mb", "peak_mb", "seconds", ...}``."""
     from bench import b_turn
@@ -53,6 +73,8 @@ def main(argv: list[str]) -> int:
 
     get_counter()  # the vocabulary is part of the baseline, not of the workload
     base = _current_mb()
+    sampler = _Sampler()
+    sampler.start()
     start = time.perf_counter()
     extra: dict[str, object] = {}
     if argv[0] == "turn":
@@ -73,6 +95,7 @@ def main(argv: list[str]) -> int:
         asyncio.run(go())
     else:
         raise SystemExit(f"unknown workload {argv[0]!r}")
+    extra["sampled_peak"] = sampler.stop()
     status = _status_mb("RssAnon", "RssFile", "RssShmem")
     print(
         json.dumps(

@@ -45,11 +45,13 @@ async def _raw_target(path: Path) -> str:
     return session.session_id
 
 
-def _raw_batch(path: Path, session_id: str, rows: list[tuple[Any, ...]], batch: int) -> float:
+def _raw_batch(path: Path, session_id: str, rows: list[tuple[Any, ...]], batch: int, *, fts: bool = True) -> float:
     rows = [(r[0], session_id, *r[2:]) for r in rows]
     contexts = [(session_id, i, r[0], r[10]) for i, r in enumerate(rows)]
     msg_sql, ctx_sql = rawdb.insert_message_sql(), rawdb.insert_context_sql()
     conn = rawdb.connect(path)
+    if not fts:
+        conn.execute("DROP TRIGGER messages_fts_ai")
     try:
         start = time.perf_counter()
         for i in range(0, len(rows), batch):
@@ -109,7 +111,7 @@ async def _run(size: Size, ctx: BenchContext) -> list[Row]:
     ctx.log(f"ingest: generating {n} messages")
     items = rawdb.new_messages(data.conversation(n, seed=11))
     get_counter()  # vocabulary load is a one-off, not ingest cost
-    ours_s, raw_s, count_s = [], [], []
+    ours_s, raw_s, count_s, nofts_s = [], [], [], []
     for r in range(ctx.repeat):
         ctx.log(f"ingest: batch run {r + 1}/{ctx.repeat}")
         ours_path = ctx.path(f"ingest-ours-{r}.db")
@@ -118,6 +120,9 @@ async def _run(size: Size, ctx: BenchContext) -> list[Row]:
         raw_path = ctx.path(f"ingest-raw-{r}.db")
         sid = await _raw_target(raw_path)
         raw_s.append(await asyncio.to_thread(_raw_batch, raw_path, sid, rows, batch))
+        nofts_path = ctx.path(f"ingest-raw-nofts-{r}.db")
+        sid = await _raw_target(nofts_path)
+        nofts_s.append(await asyncio.to_thread(_raw_batch, nofts_path, sid, rows, batch, fts=False))
         count_s.append(_counting_time(items))
     ours, raw = Stat.of(ours_s), Stat.of(raw_s)
     share = Stat.of([c / o for c, o in zip(count_s, ours_s, strict=True)]).scaled(100)
@@ -141,6 +146,17 @@ async def _run(size: Size, ctx: BenchContext) -> list[Row]:
             Target("ratio", ">=", 0.5),
             layer="repo.append_messages (SA Core over aiosqlite)",
             note=f"raw costs {per_row_raw_fts:.0f} µs/msg incl. FTS5; token counts precomputed for raw",
+        ),
+        Row(
+            NAME,
+            f"raw sqlite3 batch ingest without the FTS5 trigger, {n:,} msgs",
+            "msg/s",
+            Stat.of(nofts_s).rate(n),
+            True,
+            raw.rate(n),
+            "sqlite3 executemany with FTS trigger",
+            layer="reference: what FTS5 (porter unicode61) indexing costs",
+            note=f"FTS5 costs {(raw.median - Stat.of(nofts_s).median) / n * 1e6:.0f} µs/msg",
         ),
         Row(
             NAME,

@@ -38,7 +38,12 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = []
     return {
+        "load_avg_1_5_15": load,
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "python": platform.python_version(),
@@ -140,7 +145,8 @@ def write_readme(doc: dict[str, Any], readme: Path | None = None) -> None:
     sizes = ", ".join(f"{name}={bench['size']} ({bench['at']})" for name, bench in doc["benches"].items())
     block = (
         f"{_START}\n"
-        f"Machine: {m['nproc']} × {m['cpu']}, Python {m['python']}, SQLite {m['sqlite']}, {m['platform']}.  \n"
+        f"Machine: {m['nproc']} × {m['cpu']}, Python {m['python']}, SQLite {m['sqlite']}, {m['platform']}; "
+        f"load average at the end of the run (1/5/15 min): {m.get('load_avg_1_5_15', '?')}.  \n"
         f"Runs: {sizes}.\n\n{markdown_table(all_rows(doc))}\n{_END}"
     )
     text = readme.read_text() if readme.exists() else f"# Benchmarks\n\n{_START}\n{_END}\n"

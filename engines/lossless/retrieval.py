@@ -12,6 +12,7 @@ matches, so a very common term cannot score the whole index.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from engines.lossless import fts
 from engines.lossless.fts import RecallQueryError, SearchRow
 from engines.lossless.large_content import load_large_content
 from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.store.repo import Driver
 from openclaw_ctx.store.store import Store
 
 __all__ = [
@@ -177,7 +179,8 @@ async def grep(
     if not pattern or not pattern.strip():
         raise RecallQueryError("the search pattern is empty")
     window = fts.TimeWindow(_iso(since, "since"), _iso(before, "before"))
-    query = fts.SearchQuery(pattern, mode, session_key, window, limit, sort)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    query = fts.SearchQuery(pattern, mode, session_key, window, limit, sort, now_ms)
     async with reading(source) as conn:
         rows: list[SearchRow] = []
         strategies: list[str] = []
@@ -188,7 +191,7 @@ async def grep(
                 rows.extend(found.rows)
                 strategies.append(found.strategy)
                 complete = complete and found.complete
-        ranked = fts.rank(rows, sort)[:limit]
+        ranked = fts.rank(rows, sort, now_ms=now_ms)[:limit]
         hits = await _to_hits(conn, ranked, pattern, mode)
     return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete)
 
@@ -238,12 +241,22 @@ _RAW_IN_CONTEXT_SQL = text(
 ).bindparams(bindparam("ids", expanding=True))
 
 
-async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> dict[int, tuple[str | None, str | None]]:
-    """For each message id: (covering leaf/legacy summary, the active-context node that reaches it)."""
-    if not message_ids:
-        return {}
+# Both of the above in one round trip (a grep page needs both): cover rows first (kind 0, in
+# (mid, lvl) order), then the raw in-context message ids (kind 1).
+# Sent through the driver (one hop), the ids as one JSON array.
+_COVER_AND_RAW_SQL = (
+    _COVER_SQL.text.replace("SELECT up.mid, up.sid, up.lvl,", "SELECT 0 AS kind, up.mid, up.sid, up.lvl,").replace(
+        "FROM up ORDER BY up.mid, up.lvl", "FROM up"
+    )
+    + " UNION ALL "
+    + _RAW_IN_CONTEXT_SQL.text.replace("SELECT ci.message_id FROM", "SELECT 1, ci.message_id, NULL, NULL, NULL FROM")
+    + " ORDER BY 1, 2, 4"
+).replace("IN :ids", "IN (SELECT value FROM json_each(:ids))")
+
+
+def _fold_covers(rows: Any) -> dict[int, tuple[str | None, str | None]]:
     out: dict[int, tuple[str | None, str | None]] = {}
-    for mid, sid, lvl, in_ctx in await conn.execute(_COVER_SQL, {"ids": message_ids}):
+    for mid, sid, lvl, in_ctx in rows:
         leaf, ctx = out.get(mid, (None, None))
         if lvl == 0 and leaf is None:
             leaf = sid
@@ -253,10 +266,21 @@ async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> d
     return out
 
 
+async def covering_summaries(conn: AsyncConnection, message_ids: list[int]) -> dict[int, tuple[str | None, str | None]]:
+    """For each message id: (covering leaf/legacy summary, the active-context node that reaches it)."""
+    if not message_ids:
+        return {}
+    return _fold_covers(await conn.execute(_COVER_SQL, {"ids": message_ids}))
+
+
 async def _to_hits(conn: AsyncConnection, rows: list[SearchRow], pattern: str, mode: Mode) -> list[GrepHit]:
     message_ids = [r.message_id for r in rows if r.message_id is not None]
-    covers = await covering_summaries(conn, message_ids)
-    raw = {r[0] for r in await conn.execute(_RAW_IN_CONTEXT_SQL, {"ids": message_ids})} if message_ids else set()
+    covers: dict[int, tuple[str | None, str | None]] = {}
+    raw: set[int] = set()
+    if message_ids:
+        found = await (await Driver.of(conn)).fetchall(_COVER_AND_RAW_SQL, {"ids": json.dumps(message_ids)})
+        covers = _fold_covers(tuple(r[1:]) for r in found if r[0] == 0)
+        raw = {r[1] for r in found if r[0] == 1}
     hits = []
     for r in rows:
         snippet = fts.snippet(r.text, pattern, mode)

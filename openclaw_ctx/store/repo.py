@@ -7,16 +7,20 @@ never a loop of awaits.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
+import sqlite3
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.errors import NotFoundError
@@ -45,6 +49,7 @@ from openclaw_ctx.tokens import TokenCounter
 __all__ = [
     "AppendResult",
     "ContextEntry",
+    "Driver",
     "NewMessage",
     "NewSummary",
     "SessionRow",
@@ -237,8 +242,11 @@ class AppendResult:
 
 def message_token_count(message: AgentMessage, counter: TokenCounter) -> int:
     """Tokens a message costs in a prompt: its flattened text (images count a fixed 1,200)."""
-    images = _image_count(message)
-    return counter.count(flatten_text(message)) + 1200 * images + 4
+    return _token_count(message, flatten_text(message), counter)
+
+
+def _token_count(message: AgentMessage, flat: str, counter: TokenCounter) -> int:
+    return counter.count(flat) + 1200 * _image_count(message) + 4
 
 
 def _image_count(message: AgentMessage) -> int:
@@ -266,6 +274,44 @@ def _tool_columns(message: AgentMessage) -> tuple[str | None, str | None]:
     return None, None
 
 
+# Lookup of already-stored entry ids / event keys plus the key's next seq and the session's next
+# ordinal, in one round trip. The keys travel as one JSON array so the SQL text never changes (the
+# statement cache always hits) and each branch is an indexed probe of a partial unique index.
+# Placeholders, in order: key, keys, key, keys, key, session id (see _lookup_params).
+_APPEND_LOOKUP_SQL = """
+    SELECT 0, entry_id, message_id, token_count FROM messages
+    WHERE session_key = ? AND entry_id IN (SELECT value FROM json_each(?))
+    UNION ALL
+    SELECT 0, event_key, message_id, token_count FROM messages
+    WHERE session_key = ? AND event_key IN (SELECT value FROM json_each(?))
+    UNION ALL
+    SELECT 1, NULL,
+        (SELECT coalesce(max(seq), 0) FROM messages WHERE session_key = ?),
+        (SELECT coalesce(max(ordinal), -1) FROM context_items WHERE session_id = ?)
+"""
+_MESSAGE_COLUMNS = (
+    "session_id", "session_key", "seq", "entry_id", "parent_entry_id", "event_key", "role", "message_json",
+    "text", "token_count", "tool_call_id", "tool_name", "on_active_branch", "is_heartbeat", "timestamp_ms",
+)  # fmt: skip
+_INSERT_MESSAGE_SQL = (
+    f"INSERT INTO messages({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
+)
+# The new rows' context items, written from the rows themselves (ordinal = base + seq), returning
+# each new id with its seq (RETURNING sees only context_items' columns, hence ordinal - base).
+# Placeholders: session id, base, key, first seq, last seq, base.
+_INSERT_CONTEXT_SQL = """
+    INSERT INTO context_items(session_id, ordinal, item_type, message_id, token_count)
+    SELECT ?, ? + seq, 'message', message_id, token_count FROM messages
+    WHERE session_key = ? AND seq BETWEEN ? AND ?
+    ORDER BY seq
+    RETURNING message_id, ordinal - ?
+"""
+_IDS_BY_SEQ_SQL = "SELECT message_id, seq FROM messages WHERE session_key = ? AND seq BETWEEN ? AND ?"
+# Rows per INSERT round trip: while one chunk is written by the driver thread, the next is built
+# (serialised, flattened, token-counted) on a worker thread.
+_INSERT_CHUNK = 128
+
+
 async def append_messages(
     conn: AsyncConnection,
     session: SessionRow,
@@ -278,95 +324,143 @@ async def append_messages(
 
     New messages get the next `seq` of the key and, with `add_to_context`, an item at the end of the
     session's `context_items`. A duplicate is reported with ``inserted=False`` and its existing id.
+
+    Round trips: one lookup, one INSERT per 128 new rows (the next chunk is prepared on a worker
+    thread while the previous one is written), one statement for the context items and the new ids;
+    each is a single hop to the driver thread (see :class:`Driver`).
     """
     if not items:
         return []
-    existing = await _existing_ids(conn, session.session_key, items)
-    seq = await conn.scalar(
-        select(func.coalesce(func.max(Message.seq), 0)).where(Message.session_key == session.session_key)
-    )
-    assert seq is not None
-    # Each item resolves either to an existing row (duplicate) or to an index into `rows`.
+    keys = sorted({k for item in items for k in (item.entry_id, item.event_key) if k})
+    existing: dict[str, tuple[int, int]] = {}
+    seq = ordinal = 0
+    driver = await Driver.of(conn)
+    rows = await driver.fetchall(_APPEND_LOOKUP_SQL, _lookup_params(session, json.dumps(keys)))
+    for r in rows:
+        if r[0] == 1:
+            seq, ordinal = int(r[2]), int(r[3])
+        else:
+            existing[r[1]] = (int(r[2]), int(r[3]))
+    # Each item resolves either to an existing row (duplicate) or to an index into the new rows.
     plan: list[AppendResult | int] = []
-    rows: list[dict[str, Any]] = []
+    fresh: list[NewMessage] = []
     batch_keys: set[str] = set()
     for item in items:
         known = _lookup(existing, batch_keys, item)
         if known is not None:
             plan.append(AppendResult(known[0], False, known[1]))
             continue
-        seq += 1
-        rows.append(_message_row(session, item, seq, counter))
-        plan.append(len(rows) - 1)
-    if not rows:
+        fresh.append(item)
+        plan.append(len(fresh) - 1)
+    if not fresh:
         return [p for p in plan if isinstance(p, AppendResult)]
-    await conn.execute(insert(Message), rows)
-    ids = await _ids_by_seq(conn, session.session_key, [r["seq"] for r in rows])
-    results = [p if isinstance(p, AppendResult) else AppendResult(ids[p], True, rows[p]["token_count"]) for p in plan]
+    first_seq = seq + 1
+    tokens: list[int] = []
+
+    def build(start: int) -> list[tuple[Any, ...]]:
+        return [
+            _message_values(session, item, first_seq + start + i, counter)
+            for i, item in enumerate(fresh[start : start + _INSERT_CHUNK])
+        ]
+
+    loop = asyncio.get_running_loop()
+    starts = range(0, len(fresh), _INSERT_CHUNK)
+    chunk = build(0)
+    for start in starts:
+        # While this chunk is written (the loop drives the driver's round trips), a worker thread
+        # builds the next one: tiktoken and SQLite both release the GIL, so the two overlap.
+        upcoming = (
+            loop.run_in_executor(None, build, start + _INSERT_CHUNK) if start + _INSERT_CHUNK < len(fresh) else None
+        )
+        try:
+            await driver.executemany(_INSERT_MESSAGE_SQL, chunk)
+        except BaseException:
+            if upcoming is not None:
+                with contextlib.suppress(BaseException):
+                    await upcoming
+            raise
+        tokens.extend(values[9] for values in chunk)
+        if upcoming is not None:
+            chunk = await upcoming
+    last_seq = first_seq + len(fresh) - 1
     if add_to_context:
-        ordinal = await conn.scalar(
-            select(func.coalesce(func.max(ContextItem.ordinal), -1)).where(ContextItem.session_id == session.session_id)
+        base = ordinal + 1 - first_seq
+        got = await driver.fetchall(
+            _INSERT_CONTEXT_SQL, (session.session_id, base, session.session_key, first_seq, last_seq, base)
         )
-        assert ordinal is not None
-        new = [r for r in results if r.inserted]
-        await conn.execute(
-            insert(ContextItem),
-            [
-                {
-                    "session_id": session.session_id,
-                    "ordinal": ordinal + 1 + i,
-                    "item_type": "message",
-                    "message_id": r.message_id,
-                    "token_count": r.token_count,
-                }
-                for i, r in enumerate(new)
-            ],
-        )
-    return results
+    else:
+        got = await driver.fetchall(_IDS_BY_SEQ_SQL, (session.session_key, first_seq, last_seq))
+    by_seq = {int(sq): int(mid) for mid, sq in got}
+    ids = [by_seq[first_seq + i] for i in range(len(fresh))]
+    return [p if isinstance(p, AppendResult) else AppendResult(ids[p], True, tokens[p]) for p in plan]
 
 
-def _message_row(session: SessionRow, item: NewMessage, seq: int, counter: TokenCounter) -> dict[str, Any]:
-    tool_call_id, tool_name = _tool_columns(item.message)
-    return {
-        "session_id": session.session_id,
-        "session_key": session.session_key,
-        "seq": seq,
-        "entry_id": item.entry_id,
-        "parent_entry_id": item.parent_entry_id,
-        "event_key": item.event_key,
-        "role": item.message.role,
-        "message_json": message_to_json(item.message),
-        "text": _searchable(flatten_text(item.message)),
-        "token_count": message_token_count(item.message, counter),
-        "tool_call_id": tool_call_id,
-        "tool_name": tool_name,
-        "on_active_branch": int(item.on_active_branch),
-        "is_heartbeat": int(item.is_heartbeat),
-        "timestamp_ms": getattr(item.message, "timestamp", None),
-    }
+class Driver:
+    """The aiosqlite connection under an AsyncConnection, for hot-path statements in one hop each (public for engines).
+
+    SQLAlchemy's asyncio adapter spends three to four driver round trips per statement (open a
+    cursor, execute, fetch, close); aiosqlite's own ``execute_fetchall`` / ``executemany`` spend one.
+    The statements run on the very connection, inside the transaction SQLAlchemy began; driver
+    errors are raised as SQLAlchemy's exception types, as everywhere else in the store.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    @classmethod
+    async def of(cls, conn: AsyncConnection) -> Driver:
+        """The driver connection of `conn`, inside a transaction (begun here as SQLAlchemy's autobegin would)."""
+        if not conn.in_transaction():
+            await conn.begin()
+        return cls((await conn.get_raw_connection()).driver_connection)
+
+    async def fetchall(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+        """Execute one statement (``?`` or ``:name`` placeholders) and return its rows as tuples."""
+        try:
+            return list(await self._raw.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise _wrapped(sql, params, exc) from exc
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one statement for every row."""
+        try:
+            await self._raw.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise _wrapped(sql, rows, exc) from exc
 
 
-async def _existing_ids(
-    conn: AsyncConnection, session_key: str, items: Sequence[NewMessage]
-) -> dict[str, tuple[int, int]]:
-    keys = {k for item in items for k in (item.entry_id, item.event_key) if k}
-    if not keys:
-        return {}
-    found: dict[str, tuple[int, int]] = {}
-    key_list = list(keys)
-    for start in range(0, len(key_list), 500):
-        chunk = key_list[start : start + 500]
-        rows = await conn.execute(
-            select(Message.entry_id, Message.event_key, Message.message_id, Message.token_count).where(
-                Message.session_key == session_key,
-                (Message.entry_id.in_(chunk)) | (Message.event_key.in_(chunk)),
-            )
-        )
-        for entry_id, event_key, message_id, tokens in rows:
-            for k in (entry_id, event_key):
-                if k in keys:
-                    found[k] = (message_id, tokens)
-    return found
+def _wrapped(sql: str, params: Any, exc: sqlite3.Error) -> BaseException:
+    return DBAPIError.instance(sql, params, exc, sqlite3.Error)
+
+
+def _lookup_params(session: SessionRow, keys: str) -> tuple[Any, ...]:
+    # Positional, in the order the placeholders appear in _APPEND_LOOKUP_SQL.
+    k = session.session_key
+    return (k, keys, k, keys, k, session.session_id)
+
+
+def _message_values(session: SessionRow, item: NewMessage, seq: int, counter: TokenCounter) -> tuple[Any, ...]:
+    """One `messages` row in _MESSAGE_COLUMNS order (index 9 is the token count)."""
+    message = item.message
+    tool_call_id, tool_name = _tool_columns(message)
+    flat = flatten_text(message)
+    return (
+        session.session_id,
+        session.session_key,
+        seq,
+        item.entry_id,
+        item.parent_entry_id,
+        item.event_key,
+        message.role,
+        message_to_json(message),
+        _searchable(flat),
+        _token_count(message, flat, counter),
+        tool_call_id,
+        tool_name,
+        int(item.on_active_branch),
+        int(item.is_heartbeat),
+        getattr(message, "timestamp", None),
+    )
 
 
 def _lookup(existing: dict[str, tuple[int, int]], batch_keys: set[str], item: NewMessage) -> tuple[int, int] | None:
@@ -379,16 +473,6 @@ def _lookup(existing: dict[str, tuple[int, int]], batch_keys: set[str], item: Ne
             raise ValueError(f"entry/event id {key!r} appears twice in one batch")
     batch_keys.update(keys)
     return None
-
-
-async def _ids_by_seq(conn: AsyncConnection, session_key: str, seqs: list[int]) -> list[int]:
-    rows = await conn.execute(
-        select(Message.seq, Message.message_id).where(
-            Message.session_key == session_key, Message.seq.between(min(seqs), max(seqs))
-        )
-    )
-    by_seq: dict[int, int] = dict(rows.all())
-    return [by_seq[s] for s in seqs]
 
 
 async def load_messages(conn: AsyncConnection, message_ids: Iterable[int]) -> dict[int, AgentMessage]:
@@ -421,61 +505,76 @@ class ContextEntry:
     summary: dict[str, Any] | None = field(default=None)
 
 
-_CONTEXT_SQL = text(
-    """
+_CONTEXT_SQL = """
     SELECT ci.ordinal, ci.item_type, ci.token_count, ci.message_id, m.message_json, m.entry_id, m.seq,
            ci.summary_id, s.kind, s.depth, s.content, s.descendant_count, s.earliest_at, s.latest_at,
            s.summarizer, s.fallback_level
     FROM context_items AS ci
     LEFT JOIN messages AS m ON m.message_id = ci.message_id
     LEFT JOIN summaries AS s ON s.summary_id = ci.summary_id
-    WHERE ci.session_id = :sid AND ci.ordinal > :after
+    WHERE ci.session_id = ? AND ci.ordinal > ?
     ORDER BY ci.ordinal
-    LIMIT :limit
-    """
-)
+    LIMIT ?
+"""
 
 
 async def load_context(
     conn: AsyncConnection, session_id: str, *, after: int | None = None, limit: int | None = None
 ) -> list[ContextEntry]:
-    """The session's context items in order, resolved, with one indexed query.
+    """The session's context items in order, resolved, with one indexed query (one driver hop).
 
     `after` and `limit` read one page (items with an ordinal above `after`, at most `limit` of them),
     for work over a context too long to hold at once.
     """
-    page = {"after": -1 if after is None else after, "limit": -1 if limit is None else limit}
-    rows = await conn.execute(_CONTEXT_SQL, {"sid": session_id, **page})
+    page = (-1 if after is None else after, -1 if limit is None else limit)
+    rows = await (await Driver.of(conn)).fetchall(_CONTEXT_SQL, (session_id, *page))
     out: list[ContextEntry] = []
-    for r in rows:
-        if r.item_type == "message":
+    for (
+        ordinal,
+        item_type,
+        token_count,
+        message_id,
+        message_json,
+        entry_id,
+        seq,
+        summary_id,
+        kind,
+        depth,
+        content,
+        descendant_count,
+        earliest_at,
+        latest_at,
+        summarizer,
+        fallback_level,
+    ) in rows:
+        if item_type == "message":
             out.append(
                 ContextEntry(
-                    r.ordinal,
+                    ordinal,
                     "message",
-                    r.token_count,
-                    message_id=r.message_id,
-                    message=message_from_json(r.message_json),
-                    entry_id=r.entry_id,
-                    seq=r.seq,
+                    token_count,
+                    message_id=message_id,
+                    message=message_from_json(message_json),
+                    entry_id=entry_id,
+                    seq=seq,
                 )
             )
         else:
             out.append(
                 ContextEntry(
-                    r.ordinal,
+                    ordinal,
                     "summary",
-                    r.token_count,
-                    summary_id=r.summary_id,
+                    token_count,
+                    summary_id=summary_id,
                     summary={
-                        "kind": r.kind,
-                        "depth": r.depth,
-                        "content": r.content,
-                        "descendant_count": r.descendant_count,
-                        "earliest_at": r.earliest_at,
-                        "latest_at": r.latest_at,
-                        "summarizer": r.summarizer,
-                        "fallback_level": r.fallback_level,
+                        "kind": kind,
+                        "depth": depth,
+                        "content": content,
+                        "descendant_count": descendant_count,
+                        "earliest_at": earliest_at,
+                        "latest_at": latest_at,
+                        "summarizer": summarizer,
+                        "fallback_level": fallback_level,
                     },
                 )
             )

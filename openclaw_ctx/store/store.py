@@ -34,6 +34,7 @@ __all__ = ["SchemaState", "Store", "alembic_config", "wrap_db_errors"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
+ANALYSIS_LIMIT = 400  # rows ANALYZE samples per index when close() runs PRAGMA optimize (SQLite's advice)
 
 
 def alembic_config(url: str | None = None) -> Config:
@@ -146,9 +147,12 @@ class Store:
         return cls(engine, path, counter or get_counter())
 
     async def close(self) -> None:
-        """Dispose of the engine (running ``PRAGMA optimize`` first)."""
+        """Dispose of the engine (running a bounded ``PRAGMA optimize`` first)."""
         with contextlib.suppress(SQLAlchemyError):
             async with self.engine.connect() as conn:
+                # Without a limit, optimize may ANALYZE whole indexes: on a 560 MB store that read
+                # ~120 MB of pages into this process at every close (bench/README.md, memory).
+                await conn.exec_driver_sql(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
                 await conn.exec_driver_sql("PRAGMA optimize")
         await self.engine.dispose()
 

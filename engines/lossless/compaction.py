@@ -88,14 +88,18 @@ def summary_prefix_tokens(items: Sequence[PlanItem], tail_start: int) -> int:
     return sum(i.tokens for i in items[:tail_start] if i.kind == "summary")
 
 
-def plan_leaf_pass(items: Sequence[PlanItem], tail_start: int, leaf_chunk_tokens: int) -> tuple[int, int] | None:
+def plan_leaf_pass(
+    items: Sequence[PlanItem], tail_start: int, leaf_chunk_tokens: int, *, search_from: int = 0
+) -> tuple[int, int] | None:
     """The oldest contiguous raw chunk before the tail, as ``(start, end)``; None when there is none.
+
+    `search_from` is where to start looking (a caller that knows no raw message lies before it).
 
     The chunk stops at a summary item, at the tail, or before the message that would exceed
     `leaf_chunk_tokens` (it always takes at least one), and is then extended over the results of
     tool calls it contains so a call is never summarised apart from its result.
     """
-    start = next((i for i in range(tail_start) if items[i].kind == "message"), None)
+    start = next((i for i in range(search_from, tail_start) if items[i].kind == "message"), None)
     if start is None:
         return None
     end = start
@@ -345,6 +349,17 @@ class _Sweeper:
         self.counter = counter
         self.passes_left = self.c.max_sweep_iterations
         self.deadline = time.monotonic() + self.c.sweep_deadline_ms / 1000
+        # Kept up to date pass by pass: recomputing them scans every item, and a 100k-message sweep
+        # makes thousands of passes. A pass only replaces items before the tail with one node, which
+        # moves the tail's start by what it removed and leaves no raw message before its own.
+        self._tail: int | None = None
+        self._raw_from = 0
+
+    def tail(self) -> int:
+        """Where the protected fresh tail of the current items begins."""
+        if self._tail is None:
+            self._tail = tail_start_of(self.out.items, self.c, self.s.budget)
+        return self._tail
 
     def can_continue(self) -> bool:
         if self.s.abort_signal is not None:
@@ -380,6 +395,9 @@ class _Sweeper:
             source_message_token_count=node.source_message_token_count,
         )
         self.out.items[start:end] = [item]
+        if self._tail is not None:
+            self._tail -= end - start - 1
+        self._raw_from = start + 1 if node.kind == "leaf" else min(self._raw_from, start)
         self.out.created.append(node)
         self.out.rendered[node.summary_id] = rendered
         self.out.passes += 1
@@ -475,9 +493,7 @@ class _Sweeper:
         while self.can_continue():
             if stop_at is not None and total_tokens(self.out.items) <= stop_at:
                 return
-            plan = plan_leaf_pass(
-                self.out.items, tail_start_of(self.out.items, self.c, self.s.budget), self.c.leaf_chunk_tokens
-            )
+            plan = plan_leaf_pass(self.out.items, self.tail(), self.c.leaf_chunk_tokens, search_from=self._raw_from)
             if plan is None:
                 return
             await self.leaf(*plan)
@@ -487,7 +503,7 @@ class _Sweeper:
         self, *, max_depth: int, hard: bool, until: int, prefix_only: bool, mixed: bool = False
     ) -> None:
         while self.can_continue():
-            tail = tail_start_of(self.out.items, self.c, self.s.budget)
+            tail = self.tail()
             size = summary_prefix_tokens(self.out.items, tail) if prefix_only else total_tokens(self.out.items)
             if size <= until:
                 return

@@ -10,8 +10,9 @@ One turn:
   the reply (the next turn on the key waits for it; `settle()` and `dispose()` await it).
 
 Overflow recovery: up to 3 compactions through the engine's `compact()`, then one truncation of
-oversized tool results, then ContextOverflowError ("… Try /reset …"). Turns on one session key are
-serialised; different keys run concurrently.
+oversized tool results, then ContextOverflowError ("… Try /reset …"). A failed turn (overflow, or a
+model call that raised) still stores the prompt and any partial reply before the error goes up.
+Turns on one session key are serialised; different keys run concurrently.
 """
 
 from __future__ import annotations
@@ -270,11 +271,12 @@ class Runtime:
                 if not truncated:
                     truncated = True
                     continue
-                # The turn failed, but what the user said (and any partial reply) is kept.
-                failed_in = await self._session(key)
-                stats = _TurnStats(estimate, self.prompt_budget, failed_in.session_id != started_in)
-                await self._persist(failed_in, [user, *turn], entry_ids, is_heartbeat, stats)
+                await self._persist_failed(key, [user, *turn], entry_ids, is_heartbeat, estimate, started_in)
                 raise ContextOverflowError(OVERFLOW_MESSAGE, kind="context_overflow") from exc
+            except Exception:
+                # A failed model call (provider down, key rejected) fails the turn the same way.
+                await self._persist_failed(key, [user, *turn], entry_ids, is_heartbeat, estimate, started_in)
+                raise
         session = await self._session(key)
         new_messages = [user, *turn]
         stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
@@ -473,6 +475,20 @@ class Runtime:
                 budget=stats.budget,
                 compacted=stats.compacted,
             )
+
+    async def _persist_failed(
+        self,
+        key: str,
+        messages: list[AgentMessage],
+        entry_ids: EntryIds,
+        is_heartbeat: bool,
+        estimate: int,
+        started_in: str,
+    ) -> None:
+        """A failed turn still keeps what the user said and any partial reply (as OpenClaw's session does)."""
+        session = await self._session(key)
+        stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
+        await self._persist(session, messages, entry_ids, is_heartbeat, stats)
 
     async def _after_turn(
         self,

@@ -34,7 +34,7 @@ from openclaw_ctx.contract import (
     SubagentEndedParams,
     SubagentSpawnPreparation,
 )
-from openclaw_ctx.errors import ContextOverflowError, HostRequirementError
+from openclaw_ctx.errors import ContextOverflowError, HostRequirementError, ProviderError
 from openclaw_ctx.host import cli_host
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.registry import clear_context_engines_for_owner, register_context_engine_for_owner
@@ -288,6 +288,19 @@ async def test_overflow_gives_up_after_compaction_and_truncation_but_keeps_the_p
         await runtime.run_turn("agent:main:overflow", "x" * 2_000)
     assert "Try /reset" in info.value.detail
     assert await message_count(store, "agent:main:overflow") == 1  # the user's words are never lost
+
+
+async def test_a_failed_model_call_keeps_the_prompt_and_raises(store: Store) -> None:
+    class Down(ScriptedModel):
+        async def complete(self, request: Any) -> AssistantMessage:
+            raise ProviderError("connection failed: refused", kind="connection", provider="openai")
+
+    runtime = await Runtime.create(store, model=Down())
+    with pytest.raises(ProviderError, match="connection failed"):
+        await runtime.run_turn("agent:main:down", "are you there?")
+    async with store.read() as conn:
+        rows = (await conn.execute(select(Message.role, Message.text).order_by(Message.seq))).all()
+    assert [(r.role, r.text) for r in rows] == [("user", "are you there?")]
 
 
 async def test_assemble_failure_falls_back_to_pipeline_and_quarantines(store: Store) -> None:

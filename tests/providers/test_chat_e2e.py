@@ -185,8 +185,9 @@ def test_auth_failure_and_provider_down_are_one_line_each_and_the_chat_goes_on(
     errors = [line for line in down.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "connection failed" in errors[0] and "Traceback" not in down.stderr
     assert "session id:" in down.stdout, "the chat kept going after the failed turn"
+    # A failed turn keeps what the user said (as an overflowed one does); nothing else is invented.
     stored = rows(db_path, "SELECT text FROM messages ORDER BY seq")
-    assert [t for (t,) in stored] == ["second try", "echo: second try"]
+    assert [t for (t,) in stored] == ["first try", "second try", "echo: second try", "anyone there?"]
 
 
 def test_chat_on_a_pseudo_terminal(db_path: Path, loopback: LoopbackServer) -> None:

@@ -283,7 +283,7 @@ async def _summarize(
         return _Summarized(_with_footer(text, topics), out.summarizer or summarizer.name, model, level)
     cap = min(config.fallback_max_tokens, max(64, limit // 2))
     text = deterministic_fallback(source, cap, counter)
-    return _Summarized(_with_footer(text, topics), "deterministic-fallback", None, "fallback")
+    return _Summarized(_with_footer(text, topics), "deterministic-fallback", None, "deterministic")
 
 
 # --- source text ------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ async def test_compact_rotates_the_session_and_loses_nothing(store: Store) -> No
         in {
             ("extractive-v1", "none"),
             ("extractive-v1", "aggressive"),
-            ("deterministic-fallback", "fallback"),
+            ("deterministic-fallback", "deterministic"),
         }
         for r in rows
     )
@@ -251,7 +251,7 @@ async def test_escalation_normal_aggressive_then_fallback(store: Store, error: E
     assert result.ok and result.compacted
     assert [r.aggressive for r in provider.requests[:2]] == [False, True]
     rows = await summary_rows(store, KEY)
-    assert rows and all(r["fallback_level"] == "fallback" for r in rows)
+    assert rows and all(r["fallback_level"] == "deterministic" for r in rows)
     assert all("[Truncated from" in r["content"] and r["summarizer"] == "deterministic-fallback" for r in rows)
 
 
@@ -313,7 +313,7 @@ async def test_a_hung_summarizer_is_timed_out_into_the_marked_fallback(store: St
     assert result.ok and result.compacted
     assert [r.aggressive for r in provider.requests[:2]] == [False, True], "timed out, then escalated"
     rows = await summary_rows(store, KEY)
-    assert rows and all(r["fallback_level"] == "fallback" and "[Truncated from" in r["content"] for r in rows)
+    assert rows and all(r["fallback_level"] == "deterministic" and "[Truncated from" in r["content"] for r in rows)
 
 
 async def test_auth_failure_writes_nothing(store: Store) -> None:

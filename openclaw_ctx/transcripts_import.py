@@ -532,11 +532,14 @@ async def _write_summaries(
     path: list[Entry],
     ids: dict[str, AppendResult],
     restored: Restored,
+    *,
+    hold: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], int]:
     """A legacy summary per compaction on the branch; returns entry id → summary id and the count created.
 
     A compaction entry that stands for a summary restored from its lcm-summary entry keeps that summary
-    (its audit row travels as a compaction-record entry).
+    (its audit row travels as a compaction-record entry). Ids in `hold` (summaries still to be restored)
+    are not built, nor is any legacy summary chained after one; a later call builds those.
     """
     compactions = [(i, e) for i, e in enumerate(path) if isinstance(e, CompactionEntry)]
     wanted = {
@@ -547,14 +550,18 @@ async def _write_summaries(
     )
     position = {e.id: i for i, e in enumerate(path)}
     start, previous, created = 0, None, 0
+    pending: set[str] = set()
     for index, entry in compactions:
         assert isinstance(entry, CompactionEntry)
         end = min(position.get(entry.first_kept_entry_id or "", index), index)
         summary_id = wanted[entry.id]
         if summary_id not in existing:
-            await _insert_legacy(conn, counter, session, entry, path[start:end], ids, previous, summary_id)
-            existing.add(summary_id)
-            created += 1
+            if summary_id in hold or previous in pending:
+                pending.add(summary_id)
+            else:
+                await _insert_legacy(conn, counter, session, entry, path[start:end], ids, previous, summary_id)
+                existing.add(summary_id)
+                created += 1
         start, previous = max(start, end), summary_id
     return wanted, created
 
@@ -705,9 +712,15 @@ async def import_transcript(
     active = {e.id for e in path}
     ids = await _write_messages(conn, counter, session, t, active, report)
     await restore_large_content(conn, session, t, lcm)
+    # Legacy summaries rebuilt from compaction entries first: restored DAG nodes may be built on them
+    # (a history migrated to lossless-claw); those stored as lcm-summary entries wait for their rows.
+    planned = {d.compaction_entry_id: d.summary_id for _, d in lcm.summaries if d.compaction_entry_id is not None}
+    _, early = await _write_summaries(
+        conn, counter, session, path, ids, Restored(set(), planned), hold=frozenset(planned.values())
+    )
     restored = await restore_summaries(conn, session, t, lcm)
     summaries, legacy = await _write_summaries(conn, counter, session, path, ids, restored)
-    report.summaries_new = len(restored.created) + legacy
+    report.summaries_new = len(restored.created) + early + legacy
     await restore_compactions(conn, session, t, lcm)
     await restore_turns(conn, session, t, lcm)
     projection = await resolve_context(conn, session, t, lcm)

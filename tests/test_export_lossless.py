@@ -415,3 +415,53 @@ def test_externalised_large_content_round_trips(isolated_env: Path, tmp_path: Pa
     assert described.exit_code == 0 and file_id in described.stdout
     code, again = import_json(second, out)
     assert code == 0 and again["entries_new"] == 0 and rows(second, large) == rows(db, large)
+
+
+def one_file_with_a_compaction(path: Path) -> Path:
+    """The example's first 40 messages as one transcript, with an OpenClaw `compaction` entry after the 20th."""
+    header, *lines = EXAMPLE.read_text(encoding="utf-8").splitlines()[:41]
+    entries = [json.loads(line) for line in lines]
+    compaction = {
+        "type": "compaction",
+        "id": "c0mpact1",
+        "parentId": entries[19]["id"],
+        "timestamp": entries[19]["timestamp"],
+        "summary": "## Goal\nMigrate billing to the ledger.\n## Progress\n- read the module and the config",
+        "firstKeptEntryId": entries[14]["id"],
+        "tokensBefore": 9000,
+    }
+    entries[20]["parentId"] = compaction["id"]
+    out = [
+        header,
+        *(json.dumps(e) for e in entries[:20]),
+        json.dumps(compaction),
+        *(json.dumps(e) for e in entries[20:]),
+    ]
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_imported_transcript_migrated_to_lossless_round_trips(tmp_path: Path) -> None:
+    """A DAG node built on a legacy summary that the import rebuilds from a `compaction` entry keeps it."""
+    db = tmp_path / "first.db"
+    assert invoke(db, "import", str(one_file_with_a_compaction(tmp_path / "one.jsonl"))).exit_code == 0
+    key = rows(db, "SELECT DISTINCT session_key FROM sessions")[0][0]
+    done = invoke(db, "migrate", "--key", key, "--to", "lossless-claw", "--budget", "2000", "--batch", "5")
+    assert done.exit_code == 0, done.output
+    built_on_import = rows(
+        db,
+        "SELECT count(*) FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.source_summary_id "
+        "WHERE s.summarizer = 'openclaw-import'",
+    )[0][0]
+    assert built_on_import, "the migration condensed the legacy summary the import made"
+    out = tmp_path / "exported"
+    export_key(db, key, out)
+    second = tmp_path / "second.db"
+    code, report = import_json(second, out)
+    assert code == 0 and report["skipped"] == []
+    before, after = lossless_snapshot(db), lossless_snapshot(second)
+    # created_at differs: the legacy summary is rebuilt from its compaction entry, not restored.
+    assert [r[:-1] for r in after["summaries"]] == [r[:-1] for r in before["summaries"]]
+    for table in ("summary_messages", "summary_parents", "active_context"):
+        assert after[table] == before[table], table
+    assert invoke(second, "doctor", "--deep", "--json").exit_code == 0

@@ -89,6 +89,8 @@ class TurnResult:
     compactions: list[CompactResult] = field(default_factory=list)
     overflow_recoveries: int = 0
     system_prompt: str = ""
+    turn_number: int | None = None
+    """The key's turn number in the `turns` table (None when the turn stored nothing new)."""
 
 
 def new_entry_id() -> str:
@@ -225,10 +227,18 @@ class Runtime:
     ) -> TurnResult:
         """Run one user turn on `session_key` and persist everything it produced."""
         user = prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt, timestamp=_now_ms())
-        # The previous turn's deferred compaction finishes first, even when it has not started yet.
-        await self.settle(session_key)
-        async with self._lock(session_key):
-            return await self._run_turn(session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
+        lock = self._lock(session_key)
+        await lock.acquire()
+        handed_over = False
+        try:
+            result = await self._run_turn(session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
+            # The key's lock passes to the deferred compaction, which releases it when done: the next
+            # turn on the key (or /compact, /new) waits for it, the reply does not.
+            handed_over = self._schedule_drain(session_key, result.turn_number, lock)
+            return result
+        finally:
+            if not handed_over:
+                lock.release()
 
     async def _run_turn(self, key: str, user: UserMessage, entry_ids: EntryIds, is_heartbeat: bool) -> TurnResult:
         session = await self._session(key)
@@ -245,8 +255,11 @@ class Runtime:
             history, known = await self._history(session)
             # The engine fits history into what the in-flight turn (this prompt, and the replies and
             # tool results of an overflowed attempt) leaves of the prompt budget.
+            # Never below a quarter of the window: an oversized tool result is the truncation's to
+            # shrink, not a reason for the engine to compact the whole history away.
             in_flight = _estimate([user, *turn], {}, "")
-            assembled, assembled_ok = await self._assemble(session, history, user, self.prompt_budget - in_flight)
+            budget = max(self.prompt_budget - in_flight, self.prompt_budget // 4)
+            assembled, assembled_ok = await self._assemble(session, history, user, budget)
             system_prompt = _join_prompt(assembled.system_prompt_addition, self.system_prompt)
             outgoing = list(assembled.messages) + [user] + turn
             if truncated:
@@ -290,7 +303,6 @@ class Runtime:
         if number is not None and not stats.compacted and session.session_id != persisted_in:
             async with self.store.transaction() as conn:
                 await repo.mark_turn_compacted(conn, key, number)
-        self._schedule_drain(key, number)
         return TurnResult(
             session_key=key,
             session_id=session.session_id,
@@ -300,6 +312,7 @@ class Runtime:
             compactions=compactions,
             overflow_recoveries=recoveries,
             system_prompt=system_prompt,
+            turn_number=number,
         )
 
     async def _session(self, key: str) -> repo.SessionRow:
@@ -486,9 +499,12 @@ class Runtime:
         started_in: str,
     ) -> None:
         """A failed turn still keeps what the user said and any partial reply (as OpenClaw's session does)."""
-        session = await self._session(key)
-        stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
-        await self._persist(session, messages, entry_ids, is_heartbeat, stats)
+        try:
+            session = await self._session(key)
+            stats = _TurnStats(estimate, self.prompt_budget, session.session_id != started_in)
+            await self._persist(session, messages, entry_ids, is_heartbeat, stats)
+        except Exception as exc:  # the turn's own error is the one to report
+            log.warning("could not store the failed turn on %s: %s", key, exc)
 
     async def _after_turn(
         self,
@@ -534,33 +550,37 @@ class Runtime:
         except Exception as exc:  # finalization failure is reported, never loses the persisted turn
             log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
 
-    def _schedule_drain(self, key: str, turn_number: int | None) -> None:
+    def _schedule_drain(self, key: str, turn_number: int | None, lock: asyncio.Lock) -> bool:
         """Pay an owning engine's deferred compaction debt in the background, after the reply.
 
-        The reply does not wait for it (reference #313: 3.5–29 s per pass); the next turn on the key
-        does (`run_turn` settles the key first), so it never assembles from a half-paid debt.
+        The reply does not wait for it (reference #313: 3.5–29 s per pass). The task takes over the
+        key's held `lock` and releases it when done, so nothing else on the key runs in between.
+
+        Returns:
+            True when a task took the lock over (the caller must not release it).
         """
         drain = getattr(self.engine, "drain_debt", None)
         if not callable(drain) or getattr(self.engine, "quarantined", False):
-            return
-        running = self._maintenance.get(key)
-        if running is not None and not running.done():
-            return  # it reads the debt when it runs, so it pays this turn's too
-        self._maintenance[key] = asyncio.create_task(self._drain_debt(key, drain, turn_number))
+            return False
+        self._maintenance[key] = asyncio.create_task(self._drain_debt(key, drain, turn_number, lock))
+        return True
 
-    async def _drain_debt(self, key: str, drain: Any, turn_number: int | None) -> CompactResult | None:
-        async with self._lock(key):
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(self.compaction_timeout_s):
-                    result: CompactResult | None = await drain(key)
-            except Exception as exc:  # incl. the safety timeout: the debt stays recorded for the next try
-                log.warning("deferred compaction failed for %s: %s", key, exc or type(exc).__name__)
-                return None
+    async def _drain_debt(
+        self, key: str, drain: Any, turn_number: int | None, lock: asyncio.Lock
+    ) -> CompactResult | None:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.compaction_timeout_s):
+                result: CompactResult | None = await drain(key)
             if result is not None and result.compacted and turn_number is not None:
                 # The turn whose debt this was is the one that compacted (its `turns` row says so).
                 async with self.store.transaction() as conn:
                     await repo.mark_turn_compacted(conn, key, turn_number)
+        except Exception as exc:  # incl. the safety timeout: the debt stays recorded for the next try
+            log.warning("deferred compaction failed for %s: %s", key, exc or type(exc).__name__)
+            return None
+        finally:
+            lock.release()
         if result is not None:
             log.info(
                 "deferred compaction on %s: ok=%s compacted=%s in %.0f ms",
@@ -574,12 +594,24 @@ class Runtime:
     async def settle(self, session_key: str | None = None) -> list[CompactResult]:
         """Wait for the background maintenance (deferred compaction) of one key, or of every key.
 
+        A caller cancelled while waiting leaves the work running and still tracked (``dispose``
+        awaits it).
+
         Returns:
             What the finished drains did (those that had a debt to pay).
         """
         keys = [session_key] if session_key is not None else list(self._maintenance)
-        tasks = [task for k in keys if (task := self._maintenance.pop(k, None)) is not None]
-        return [r for r in await asyncio.gather(*tasks) if r is not None]
+        pending = {k: t for k in keys if (t := self._maintenance.pop(k, None)) is not None}
+        if not pending:
+            return []
+        try:
+            done = await asyncio.shield(asyncio.gather(*pending.values(), return_exceptions=True))
+        except asyncio.CancelledError:
+            for key, task in pending.items():
+                if not task.done():
+                    self._maintenance.setdefault(key, task)
+            raise
+        return [r for r in done if isinstance(r, CompactResult)]
 
     async def _auto_compact(self, key: str) -> CompactResult | None:
         """The built-in auto-compaction for engines that do not own compaction."""
@@ -689,7 +721,8 @@ class Runtime:
         """Run a child agent for one turn on its own session key and return its final reply's text.
 
         The engine prepares the child (`prepareSubagentSpawn`: lossless-claw grants it scoped recall)
-        and is told when it ends (`onSubagentEnded`), whether it answered or failed.
+        and is told when it ends (`onSubagentEnded`, reason ``completed`` whether it answered or
+        failed: the contract has no failure reason).
         """
         if parent_session_key == child_session_key:
             raise ValueError("a sub-agent needs its own session key")
@@ -699,6 +732,10 @@ class Runtime:
             )
         finally:
             await self.end_subagent(child_session_key, "completed")
+            # A child key is used once: let go of its maintenance and its lock.
+            await self.settle(child_session_key)
+            if not self._lock(child_session_key).locked():
+                self._locks.pop(child_session_key, None)
         replies = [m for m in result.new_messages if isinstance(m, AssistantMessage)]
         return flatten_text(replies[-1]) if replies else ""
 

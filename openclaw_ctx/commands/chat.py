@@ -198,7 +198,7 @@ class ChatSession:
 
         session = await self.runtime.session(self.key)
         async with self.store.read() as conn:
-            stored = len(await repo.load_context(conn, session.session_id))
+            stored = await repo.context_item_count(conn, session.session_id)
         model = self.runtime.model
         where = (
             f"continuing session {session.session_id} ({stored} items in context)"

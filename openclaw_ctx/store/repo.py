@@ -55,6 +55,7 @@ __all__ = [
     "SessionRow",
     "active_session",
     "append_messages",
+    "context_item_count",
     "context_tokens",
     "ensure_session",
     "get_engine_state",
@@ -424,7 +425,8 @@ class Driver:
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Execute one statement for every row."""
         try:
-            await self._raw.executemany(sql, rows)
+            cursor = await self._raw.executemany(sql, rows)
+            await cursor.close()
         except sqlite3.Error as exc:
             raise _wrapped(sql, rows, exc) from exc
 
@@ -589,6 +591,12 @@ async def context_tokens(conn: AsyncConnection, session_id: str) -> int:
     return int(total or 0)
 
 
+async def context_item_count(conn: AsyncConnection, session_id: str) -> int:
+    """How many context items the session has (one indexed count; nothing is parsed)."""
+    count = await conn.scalar(select(func.count()).select_from(ContextItem).where(ContextItem.session_id == session_id))
+    return int(count or 0)
+
+
 # --- summaries, rotation, audit ------------------------------------------------------------------
 
 
@@ -618,11 +626,11 @@ class NewSummary:
 async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: NewSummary) -> str:
     """Insert a summary row and its edges; returns its id.
 
-    A node over other summaries sits one above the deepest of them, whatever its kind (a legacy
-    summary that updates earlier ones included), so depths stay consistent across engines.
+    A legacy summary that updates earlier ones sits one above the deepest of them, so depths stay
+    consistent across engines (lossless nodes arrive with their depth computed by the sweep).
     """
     depth = summary.depth
-    if summary.source_summary_ids:
+    if summary.kind == "legacy" and summary.source_summary_ids:
         deepest = await conn.scalar(
             select(func.max(Summary.depth)).where(Summary.summary_id.in_(summary.source_summary_ids))
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from lcm_helpers import SMALL, summary_rows
 from sqlalchemy import text
 
@@ -85,13 +86,19 @@ async def test_reply_returns_before_the_deferred_compaction_and_the_next_turn_wa
     await runtime.dispose()
 
 
-async def test_back_to_back_turns_pay_the_debt_before_the_next_turn(store: Store) -> None:
-    """No settle() between turns: the next turn still starts after the deferred compaction."""
+@pytest.mark.parametrize("concurrent", [False, True])
+async def test_back_to_back_turns_pay_the_debt_before_the_next_turn(store: Store, concurrent: bool) -> None:
+    """No settle() between turns, even turns started together: each starts after the deferred compaction."""
     words = " ".join(f"word{i}" for i in range(120))
     model = ScriptedModel([reply(f"answer {i} {words}") for i in range(12)], context_window=8_000)
     runtime = await Runtime.create(store, config=config(), model=model)
-    for i in range(12):
-        await runtime.run_turn(KEY, f"question {i} {words}")
+    for i in range(0, 12, 2):
+        first, second = (runtime.run_turn(KEY, f"question {i + j} {words}") for j in range(2))
+        if concurrent:
+            await asyncio.gather(first, second)
+        else:
+            await first
+            await second
     await runtime.dispose()
     async with store.read() as conn:
         rows = (await conn.execute(text("SELECT turn, session_id, compacted FROM turns ORDER BY turn"))).all()

@@ -57,7 +57,11 @@ __all__ = [
 STATE_ENGINE = "openclaw-ctx"
 STATE_NAME = "backfill"
 DEFAULT_BATCH = 2000
-_UNBOUNDED = {"max_sweep_iterations": 1_000_000_000, "sweep_deadline_ms": 1_000_000_000_000}
+_UNBOUNDED = {
+    "max_sweep_iterations": 1_000_000_000,
+    "sweep_deadline_ms": 1_000_000_000_000,
+    "compact_until_under_deadline_ms": 1_000_000_000_000,
+}
 
 WindowRef = tuple[Literal["message", "summary"], int | str, int]
 

@@ -184,7 +184,8 @@ def check_store(conn: sqlite3.Connection) -> None:
 
     The file is intact; each key has one active session and one more session than compactions;
     every rotated session has exactly one successor; every context item resolves; and every
-    message is still reachable from an active context.
+    message is still reachable from an active context; each successor that no later turn has added
+    to holds the tokens its compaction's audit row says.
     """
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     q = lambda sql, *args: conn.execute(sql, args).fetchall()  # noqa: E731
@@ -205,6 +206,12 @@ def check_store(conn: sqlite3.Connection) -> None:
     )[0][0]
     assert unresolved == 0, "a context item points at nothing"
     assert q(UNREACHABLE_SQL)[0][0] == 0, "a message is unreachable from the active context"
+    mismatched = q(
+        "SELECT count(*) FROM compactions c WHERE c.tokens_after != "
+        "(SELECT sum(token_count) FROM context_items WHERE session_id = c.after_session_id)"
+        " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = c.after_session_id)"
+    )[0][0]
+    assert mismatched == 0, "a successor's context tokens differ from its compaction's audit row"
 
 
 def table_counts(conn: sqlite3.Connection, tables: tuple[str, ...]) -> dict[str, int]:

@@ -88,15 +88,7 @@ def check_invariants(db: Path) -> dict[str, int]:
             )[0][0]
             == 0
         )
-        # Context token totals match the audit log.
-        assert (
-            q(
-                "SELECT count(*) FROM compactions c WHERE c.tokens_after != "
-                "(SELECT sum(token_count) FROM context_items WHERE session_id = c.after_session_id)"
-                " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = c.after_session_id)"
-            )[0][0]
-            == 0
-        )
+        # (check_store also matches each successor's context tokens to the audit log.)
         return {
             "compactions": q("SELECT count(*) FROM compactions")[0][0],
             "messages": q("SELECT count(*) FROM messages")[0][0],

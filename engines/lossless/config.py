@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 
 from openclaw_ctx.errors import ConfigError
 
-__all__ = ["LosslessConfig", "glob_match", "resolve_config"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "LosslessConfig", "glob_match", "resolve_config"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ _ACCEPTED_UNUSED = frozenset(
         "replayFloodThresholdInternal",
     }
 )
+# The token budget when the host sends none (the reference's fallback).
+DEFAULT_TOKEN_BUDGET = 128_000
 # Old names of current keys.
 _ALIASES = {"incrementalMaxDepth": "sweepMaxDepth", "largeFileThresholdTokens": "largeFileTokenThreshold"}
 
@@ -120,9 +122,9 @@ class LosslessConfig(BaseModel):
         """floor(contextThreshold × budget)."""
         return int(self.context_threshold * budget)
 
-    def budget(self, token_budget: int | None, default: int) -> int:
-        """The host's token budget (`default` when it sent none), capped by `maxAssemblyTokenBudget`."""
-        budget = token_budget or default
+    def budget(self, token_budget: int | None) -> int:
+        """The host's token budget (128k when it sent none), capped by `maxAssemblyTokenBudget`."""
+        budget = token_budget or DEFAULT_TOKEN_BUDGET
         return min(budget, self.max_assembly_token_budget) if self.max_assembly_token_budget else budget
 
     def summary_prefix_target(self, budget: int) -> int:

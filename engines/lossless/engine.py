@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly, live_suffix, load_render_inputs
 from engines.lossless.compaction import PlanItem, SweepOutcome, SweepSettings, sweep, total_tokens
-from engines.lossless.config import LosslessConfig, resolve_config
+from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
 from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
 from engines.lossless.large_content import externalise_session
 from openclaw_ctx import __version__
@@ -63,7 +63,6 @@ __all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "creat
 log = logging.getLogger(__name__)
 
 DEBT_STATE = "compaction_debt"
-DEFAULT_TOKEN_BUDGET = 128_000
 _SUBAGENT_MAX_DEPTH = 3
 _SUBAGENT_TTL_MS = 300_000
 
@@ -232,7 +231,7 @@ class LosslessContextEngine:
             )
             stored = await repo.context_tokens(conn, session.session_id)
             observed = _observed_prompt_tokens(params.messages[params.pre_prompt_message_count :])
-            budget = self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET)
+            budget = self.config.budget(params.token_budget)
             pressure = max(stored, observed)
             if pressure <= self.config.threshold_tokens(budget):
                 return
@@ -263,7 +262,7 @@ class LosslessContextEngine:
             return None
         result = await self._compact(
             session_key,
-            self.config.budget(int(debt.get("token_budget") or 0), DEFAULT_TOKEN_BUDGET),
+            self.config.budget(int(debt.get("token_budget") or 0)),
             "threshold",
             force=False,
             trigger="deferred",
@@ -298,7 +297,7 @@ class LosslessContextEngine:
             reset_spend_guard(self.summarizer, key)
         return await self._compact(
             key,
-            self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET),
+            self.config.budget(params.token_budget),
             target,
             force=params.force,
             trigger=_trigger_of(params, target),
@@ -469,7 +468,7 @@ class LosslessContextEngine:
         key = params.session_key or params.session_id
         if self.config.is_ignored(key):
             return AssembleResult(messages=params.messages, estimated_tokens=0)
-        budget = self.config.budget(params.token_budget, DEFAULT_TOKEN_BUDGET)
+        budget = self.config.budget(params.token_budget)
         sid, entries, plan = await self._load_for_assembly(key, params.session_id)
         stored = sum(plan.rendered[e.summary_id].tokens if e.summary_id is not None else e.token_count for e in entries)
         if stored > budget and self._writes_allowed(key):

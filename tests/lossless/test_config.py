@@ -106,8 +106,8 @@ def test_summary_timeout_prefix_target_and_assembly_cap_are_settings() -> None:
         {"summaryTimeoutMs": 1500, "summaryPrefixTargetTokens": 900, "maxAssemblyTokenBudget": 50_000}, env={}
     )
     assert c.summary_timeout_ms == 1500 and c.summary_prefix_target(128_000) == 900
-    assert c.budget(200_000, 128_000) == 50_000 and c.budget(None, 128_000) == 50_000 and c.budget(8_000, 1) == 8_000
-    assert resolve_config(None, env={}).budget(None, 128_000) == 128_000
+    assert c.budget(200_000) == 50_000 and c.budget(None) == 50_000 and c.budget(8_000) == 8_000
+    assert resolve_config(None, env={}).budget(None) == 128_000
     with pytest.raises(ConfigError, match="fallbackMaxTokens"):
         resolve_config({"fallbackMaxTokens": 32}, env={})
 

@@ -136,6 +136,7 @@ class Runtime:
         # Deferred compaction paid after the reply, one task per key at most (see `settle`).
         self._maintenance: dict[str, asyncio.Task[CompactResult | None]] = {}
         self._bootstrapped: set[tuple[str, str]] = set()
+        self._tools_take_spawn: bool | None = None
 
     @classmethod
     async def create(
@@ -443,8 +444,9 @@ class Runtime:
         if callable(provider) and not getattr(self.engine, "quarantined", False):
             try:
                 # An engine that delegates to sub-agents (lcm_expand_query) runs them through this host.
-                delegates = "spawn" in inspect.signature(provider).parameters
-                specs.extend(provider(key, spawn=self._run_delegated) if delegates else provider(key))
+                if self._tools_take_spawn is None:  # asked once: the engine is fixed for this runtime
+                    self._tools_take_spawn = "spawn" in inspect.signature(provider).parameters
+                specs.extend(provider(key, spawn=self._run_delegated) if self._tools_take_spawn else provider(key))
             except Exception as exc:
                 log.warning("context engine tools unavailable for %s: %s", key, exc)
         return specs

@@ -1,5 +1,5 @@
 """`python -m openclaw_ctx` runs the command line."""
 
-from openclaw_ctx.cli import main
+from openclaw_ctx.cli.app import main
 
 main()

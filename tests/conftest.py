@@ -55,7 +55,7 @@ def cli_invoke() -> Callable[..., Result]:
     """Run the real `openclaw-ctx` app in-process (commands loaded once, as `main()` does)."""
     from typer.testing import CliRunner
 
-    from openclaw_ctx import cli
+    import openclaw_ctx.cli.app as cli
 
     if not any(c.name == "doctor" for c in cli.app.registered_commands):
         cli._load_commands()

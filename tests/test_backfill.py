@@ -23,7 +23,7 @@ import pytest
 from test_replay_e2e import REACHABLE
 from typer.testing import CliRunner, Result
 
-from openclaw_ctx import cli
+import openclaw_ctx.cli.app as cli
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store

@@ -11,7 +11,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from typer.testing import CliRunner, Result
 
-from openclaw_ctx import cli
+import openclaw_ctx.cli.app as cli
 from openclaw_ctx.store.store import alembic_config
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()

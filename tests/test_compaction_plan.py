@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openclaw_ctx.compaction_plan import (
+from openclaw_ctx.compaction.plan import (
     NO_FIT_ERROR,
     FileOps,
     adaptive_chunk_ratio,

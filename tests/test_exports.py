@@ -28,7 +28,12 @@ MODULES = public_modules()
 
 
 def test_the_walk_finds_the_core_modules() -> None:
-    for name in ("openclaw_ctx.cli", "openclaw_ctx.sql", "openclaw_ctx.store.store", "openclaw_ctx.commands.db"):
+    for name in (
+        "openclaw_ctx.cli.app",
+        "openclaw_ctx.inspect.sql",
+        "openclaw_ctx.store.store",
+        "openclaw_ctx.cli.commands.db",
+    ):
         assert name in MODULES
 
 

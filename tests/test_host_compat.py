@@ -6,8 +6,7 @@ import pytest
 from test_registry import FakeEngine, make_registry, slot
 
 from openclaw_ctx.contract import EngineInfo, HostRequirements
-from openclaw_ctx.errors import EngineError, HostRequirementError
-from openclaw_ctx.host import (
+from openclaw_ctx.contract.host import (
     CODEX_HOST,
     EMBEDDED_HOST,
     HostInfo,
@@ -16,6 +15,7 @@ from openclaw_ctx.host import (
     cli_host,
     evaluate_host_support,
 )
+from openclaw_ctx.errors import EngineError, HostRequirementError
 
 ALL_HOSTS = [EMBEDDED_HOST, CODEX_HOST, cli_host("claude-cli"), HostInfo("bare", "a bare host", frozenset())]
 

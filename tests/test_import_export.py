@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
+import openclaw_ctx.cli.app as cli
 from examples.make_example import OUTPUT as EXAMPLE
-from openclaw_ctx import cli
 from openclaw_ctx.messages import UserMessage, flatten_text
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts import Entry, read_transcript
-from openclaw_ctx.transcripts_export import export_session
-from openclaw_ctx.transcripts_import import ImportProgress, import_paths
+from openclaw_ctx.transcripts.export import export_session
+from openclaw_ctx.transcripts.importer import ImportProgress, import_paths
 
 MESSAGE_LIKE = ("message", "custom_message", "branch_summary")
 

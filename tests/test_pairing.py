@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openclaw_ctx.compaction.pairing import MISSING_RESULT_TEXT, is_well_paired, repair_tool_pairing
 from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
@@ -13,7 +14,6 @@ from openclaw_ctx.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from openclaw_ctx.pairing import MISSING_RESULT_TEXT, is_well_paired, repair_tool_pairing
 
 
 def user(text: str = "hi") -> UserMessage:

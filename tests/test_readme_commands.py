@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from openclaw_ctx import cli
+import openclaw_ctx.cli.app as cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from engines.legacy import LegacyContextEngine
-from openclaw_ctx import registry as registry_module
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import (
     AssembleParams,
@@ -46,10 +45,11 @@ from openclaw_ctx.registry import (
     owner_plugin_id,
     resolve_context_engine,
 )
-from openclaw_ctx.registry_health import read_health
-from openclaw_ctx.registry_types import env_allow
+from openclaw_ctx.registry import registry as registry_module
+from openclaw_ctx.registry.health import read_health
+from openclaw_ctx.registry.records import env_allow
 
-REGISTRY_LOGGER = "openclaw_ctx.registry"
+REGISTRY_LOGGER = "openclaw_ctx.registry.registry"
 
 
 class FakeEngine:

@@ -19,8 +19,8 @@ from openclaw_ctx.contract import (
     CompactParams,
     IngestParams,
 )
-from openclaw_ctx.registry_wrappers import CompatEngine, rejected_host_keys, wrap_compat
-from openclaw_ctx.runtime_settings import build_runtime_settings
+from openclaw_ctx.contract.settings import build_runtime_settings
+from openclaw_ctx.registry.wrappers import CompatEngine, rejected_host_keys, wrap_compat
 
 
 def _camel(name: str) -> str:

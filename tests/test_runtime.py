@@ -34,13 +34,13 @@ from openclaw_ctx.contract import (
     SubagentEndedParams,
     SubagentSpawnPreparation,
 )
+from openclaw_ctx.contract.host import cli_host
+from openclaw_ctx.contract.settings import RuntimeSettings
 from openclaw_ctx.errors import ContextOverflowError, HostRequirementError, ProviderError
-from openclaw_ctx.host import cli_host
+from openclaw_ctx.host.runtime import OVERFLOW_MESSAGE, Runtime
+from openclaw_ctx.host.scripted import ScriptedModel, ScriptedTools
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.registry import clear_context_engines_for_owner, register_context_engine_for_owner
-from openclaw_ctx.runtime import OVERFLOW_MESSAGE, Runtime
-from openclaw_ctx.runtime_settings import RuntimeSettings
-from openclaw_ctx.scripted import ScriptedModel, ScriptedTools
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction, Message, Session
 from openclaw_ctx.store.store import Store
@@ -437,7 +437,7 @@ def test_detail_shape() -> None:
 
 
 async def test_engine_tools_are_offered_and_executed_by_the_runtime(store: Store, plugin: Any) -> None:
-    from openclaw_ctx.model import ToolSpec
+    from openclaw_ctx.contract.model import ToolSpec
 
     engine_id, engine = plugin()
     seen: list[dict[str, Any]] = []

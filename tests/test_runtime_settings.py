@@ -7,7 +7,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from openclaw_ctx.runtime_settings import RuntimeSettings, build_runtime_settings, normalize_reason_code
+from openclaw_ctx.contract.settings import RuntimeSettings, build_runtime_settings, normalize_reason_code
 
 EXPECTED_SHAPE = {
     "schemaVersion": 1,

@@ -21,14 +21,14 @@ import pytest
 from fixtures.make_agent_dir import build_agent_dir
 from typer.testing import CliRunner, Result
 
+import openclaw_ctx.cli.app as cli
 from examples.make_example import OUTPUT as EXAMPLE
-from openclaw_ctx import cli
 from openclaw_ctx.messages import UserMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import tokenizer_status
 from openclaw_ctx.transcripts import read_transcript
-from openclaw_ctx.transcripts_import import legacy_summary_id
+from openclaw_ctx.transcripts.importer import legacy_summary_id
 
 SQLITE = Path("/usr/bin/sqlite3")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "sql.md"

@@ -14,8 +14,8 @@ import pytest
 from fixtures.make_agent_dir import build_agent_dir
 from typer.testing import CliRunner, Result
 
-from openclaw_ctx import cli
-from openclaw_ctx.pictures import SPARK_BARS, sparkline
+import openclaw_ctx.cli.app as cli
+from openclaw_ctx.inspect.pictures import SPARK_BARS, sparkline
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "coding-session.jsonl"

@@ -13,8 +13,8 @@ from fixtures.make_agent_dir import build_agent_dir
 from test_import_export import snapshot
 from typer.testing import CliRunner, Result
 
+import openclaw_ctx.cli.app as cli
 from examples.make_example import OUTPUT as EXAMPLE
-from openclaw_ctx import cli
 
 
 def invoke(db: Path, *args: str) -> Result:

@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.large_content import StubbedMessage, load_stubs, may_be_large
 from engines.lossless.prompts import RECALL_POLICY
+from openclaw_ctx.compaction.pairing import repair_tool_pairing
 from openclaw_ctx.context import render_summary_xml
 from openclaw_ctx.contract import AssembleResult
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, UserMessage, to_wire, tool_call_ids
-from openclaw_ctx.pairing import repair_tool_pairing
 from openclaw_ctx.store.models import SummaryParent
 from openclaw_ctx.store.repo import ContextEntry, message_token_count
 from openclaw_ctx.tokens import TokenCounter

@@ -45,9 +45,9 @@ from openclaw_ctx.contract import (
     SubagentEndedParams,
     SubagentSpawnPreparation,
 )
+from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
 from openclaw_ctx.messages import AgentMessage, AssistantMessage
-from openclaw_ctx.model import ToolSpec
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Summary
 from openclaw_ctx.store.repo import ContextEntry, SessionRow

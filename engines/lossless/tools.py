@@ -23,8 +23,8 @@ from sqlalchemy import bindparam, text
 from engines.lossless import retrieval
 from engines.lossless.fts import RecallQueryError, fts_terms
 from engines.lossless.grants import DEFAULT_TTL_MS, Grant, GrantError, GrantStore
+from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.errors import NotFoundError
-from openclaw_ctx.model import ToolSpec
 from openclaw_ctx.store.store import Store
 
 __all__ = ["ExpansionTask", "SpawnCallback", "build_tools"]

@@ -17,7 +17,7 @@ Why httpx and not the vendors' SDKs:
   a connection cut mid-response); nothing of ours is patched.
 
 Public API: :class:`OpenAIClient`/:class:`OpenAIChatModel`, :class:`AnthropicClient`/:class:`AnthropicModel`
-(both Models implement ``openclaw_ctx.model.Model``), :class:`ProviderTransport`, :class:`RetryPolicy`,
+(both Models implement ``openclaw_ctx.contract.model.Model``), :class:`ProviderTransport`, :class:`RetryPolicy`,
 :class:`CircuitBreaker`, :class:`SpendGuard`, :class:`ProviderError`, :class:`Secret`, and in
 :mod:`.settings` ``resolve_model`` / ``resolve_summarizer``. The summarizer is
 ``openclaw_ctx.summarize.llm.LLMSummarizer``.

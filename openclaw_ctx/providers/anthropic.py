@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.messages import AssistantMessage
-from openclaw_ctx.model import ModelRequest
 from openclaw_ctx.providers.convert import anthropic_response, anthropic_tools, to_anthropic_messages
 from openclaw_ctx.providers.http import ChatClient, ChatModel, ProviderTransport, Secret
 

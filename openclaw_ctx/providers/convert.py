@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
+from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
@@ -34,7 +35,6 @@ from openclaw_ctx.messages import (
     Usage,
     UserMessage,
 )
-from openclaw_ctx.model import ToolSpec
 
 __all__ = [
     "anthropic_response",

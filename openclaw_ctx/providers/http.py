@@ -27,9 +27,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import httpx
 
+from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.messages import AssistantMessage
-from openclaw_ctx.model import ModelRequest
 from openclaw_ctx.providers.resilience import (
     RETRYABLE,
     TRIPS_BREAKER,
@@ -303,7 +303,7 @@ class ChatClient(Protocol):
 
 
 class ChatModel:
-    """A Model (``openclaw_ctx.model.Model``) backed by a ChatClient, with an optional fallback list.
+    """A Model (``openclaw_ctx.contract.model.Model``) backed by a ChatClient, with an optional fallback list.
 
     Each fallback is a ``(client, model id)`` pair tried in order when the primary fails in a way another
     provider could fix. The reply's ``provider``/``model`` name whoever actually answered.

@@ -8,8 +8,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.messages import AssistantMessage
-from openclaw_ctx.model import ModelRequest
 from openclaw_ctx.providers.convert import openai_response, openai_tools, to_openai_messages
 from openclaw_ctx.providers.http import ChatClient, ChatModel, ProviderTransport, Secret
 

@@ -23,8 +23,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.contract.model import Model
 from openclaw_ctx.errors import ConfigError
-from openclaw_ctx.model import Model
 from openclaw_ctx.providers.anthropic import ANTHROPIC_BASE_URL, AnthropicClient, AnthropicModel
 from openclaw_ctx.providers.http import ChatClient, Secret
 from openclaw_ctx.providers.openai import OPENAI_BASE_URL, OpenAIChatModel, OpenAIClient

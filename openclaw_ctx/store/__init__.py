@@ -1,0 +1,5 @@
+"""The store: the one SQLite file (SQLAlchemy 2 async over aiosqlite) and the only writer of core tables."""
+
+from openclaw_ctx.store.store import SchemaState, Store
+
+__all__ = ["SchemaState", "Store"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
+from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
-from openclaw_ctx.model import ModelRequest
 from openclaw_ctx.providers.http import ChatClient
 from openclaw_ctx.providers.resilience import ProviderError, first_available
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest

@@ -18,9 +18,9 @@ from lcm_helpers import (
 from sqlalchemy import text
 
 from engines.lossless.large_content import load_large_content
+from openclaw_ctx.compaction.pairing import is_well_paired
 from openclaw_ctx.contract import AssembleParams, AssembleResult, CompactParams
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, UserMessage, flatten_text, to_wire
-from openclaw_ctx.pairing import is_well_paired
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.repo import message_token_count
 from openclaw_ctx.store.store import Store

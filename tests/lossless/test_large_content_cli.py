@@ -11,7 +11,7 @@ from lcm_helpers import active_id, assistant, host_persist, make_engine, tool_re
 from sqlalchemy import text
 from typer.testing import CliRunner, Result
 
-from openclaw_ctx import cli
+import openclaw_ctx.cli.app as cli
 from openclaw_ctx.contract import AfterTurnParams
 from openclaw_ctx.store.store import Store
 

@@ -9,9 +9,9 @@ from lcm_helpers import SMALL, summary_rows
 from sqlalchemy import text
 
 from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.host.runtime import Runtime
+from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent
-from openclaw_ctx.runtime import Runtime
-from openclaw_ctx.scripted import ScriptedModel
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest
 

@@ -10,9 +10,9 @@ from sqlalchemy import text
 
 from engines.lossless.grants import GrantError, GrantStore
 from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.host.runtime import Runtime
+from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, flatten_text
-from openclaw_ctx.runtime import Runtime
-from openclaw_ctx.scripted import ScriptedModel
 from openclaw_ctx.store.store import Store
 
 KEY = "agent:main:recall"

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from loopback import Empty, LoopbackServer, RecordingSleep, Reply, Status, serve
 
+from openclaw_ctx.contract.model import Model, ModelRequest, ToolSpec
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.messages import TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
-from openclaw_ctx.model import Model, ModelRequest, ToolSpec
 from openclaw_ctx.providers import AnthropicClient, AnthropicModel, RetryPolicy
 from openclaw_ctx.providers.anthropic import ANTHROPIC_VERSION
 

@@ -17,10 +17,10 @@ from loopback import LoopbackServer, RecordingSleep, Reply, Status, serve
 from openclaw_ctx.compaction import compact_session
 from openclaw_ctx.config import CompactionSettings, OpenClawConfig, load_config
 from openclaw_ctx.errors import SummarizerError
+from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_ctx.providers import RetryPolicy, SpendGuard
 from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer
-from openclaw_ctx.runtime import Runtime
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryRequest

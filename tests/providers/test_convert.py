@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
@@ -21,7 +22,6 @@ from openclaw_ctx.messages import (
     UserMessage,
     to_wire,
 )
-from openclaw_ctx.model import ToolSpec
 from openclaw_ctx.providers.convert import (
     anthropic_response,
     anthropic_tools,

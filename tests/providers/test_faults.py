@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from loopback import Clock, Cut, LoopbackServer, Malformed, RecordingSleep, Reply, Slow, Status, serve
 
+from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.messages import TextContent, UserMessage
-from openclaw_ctx.model import ModelRequest
 from openclaw_ctx.providers import (
     AnthropicClient,
     ChatClient,

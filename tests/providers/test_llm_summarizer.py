@@ -13,9 +13,9 @@ from sqlalchemy import text
 
 from openclaw_ctx.compaction import compact_session
 from openclaw_ctx.config import CompactionSettings, OpenClawConfig, load_config
+from openclaw_ctx.contract.model import Model, ModelRequest
 from openclaw_ctx.errors import ConfigError, SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
-from openclaw_ctx.model import Model, ModelRequest
 from openclaw_ctx.providers import AnthropicClient, OpenAIClient, RetryPolicy, Secret
 from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer, resolve_summary_specs
 from openclaw_ctx.store import repo

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from loopback import LoopbackServer, Reply, serve
 
+from openclaw_ctx.contract.model import Model, ModelRequest, ToolSpec
 from openclaw_ctx.messages import (
     AssistantMessage,
     TextContent,
@@ -15,7 +16,6 @@ from openclaw_ctx.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from openclaw_ctx.model import Model, ModelRequest, ToolSpec
 from openclaw_ctx.providers import OpenAIChatModel, OpenAIClient
 
 

@@ -18,7 +18,7 @@ import pytest
 from test_retrieval import History, build_planted
 from typer.testing import CliRunner, Result
 
-from openclaw_ctx import cli
+import openclaw_ctx.cli.app as cli
 from openclaw_ctx.store.store import Store
 
 

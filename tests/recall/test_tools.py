@@ -12,7 +12,7 @@ from test_retrieval import History, build_planted
 from engines.lossless.grants import GrantError, GrantStore, end_grant, prepare_grant
 from engines.lossless.tools import ExpansionTask, build_tools
 from openclaw_ctx.contract import PrepareSubagentSpawnParams, SubagentEndedParams
-from openclaw_ctx.model import ToolSpec
+from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 

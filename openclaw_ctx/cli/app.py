@@ -1,0 +1,128 @@
+"""`openclaw-ctx`: the command line (Typer + Rich).
+
+The app and its global options live here; each area's commands live in `openclaw_ctx/cli/commands/<area>.py`
+and expose ``register(app)``. Commands are thin: they parse options, call the async library through
+:func:`run`, and print with Rich. Logs and warnings go to stderr; ``--json`` output goes to stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from openclaw_ctx import __version__
+from openclaw_ctx.config import OpenClawConfig, default_db_path, load_config
+from openclaw_ctx.errors import OpenClawCtxError
+from openclaw_ctx.store.store import Store
+
+__all__ = ["CliState", "app", "console", "err_console", "main", "open_store", "run", "state_of"]
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+app = typer.Typer(
+    name="openclaw-ctx",
+    help=(
+        "Persistent, SQL-backed context engines for LLM agents.\n\n"
+        "Every message lives in one SQLite file; the model sees a budgeted view assembled by the\n"
+        "selected engine (legacy or lossless-claw); compaction rotates sessions and destroys nothing."
+    ),
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+# Each module registers its commands on `app`; order is the order of `--help`.
+COMMAND_MODULES = [
+    "openclaw_ctx.cli.commands.inspect",
+    "openclaw_ctx.cli.commands.db",
+    "openclaw_ctx.cli.commands.turns",
+    "openclaw_ctx.cli.commands.transfer",
+    "openclaw_ctx.cli.commands.migrate",
+    "openclaw_ctx.cli.commands.stats",
+    "openclaw_ctx.cli.commands.recall",
+    "openclaw_ctx.cli.commands.chat",
+]
+
+
+@dataclass
+class CliState:
+    """Global options, resolved once per invocation."""
+
+    db: Path
+    config_path: Path | None
+
+    def config(self) -> OpenClawConfig:
+        """The loaded openclaw.json (errors are reported by the caller)."""
+        return load_config(self.config_path)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"openclaw-ctx {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    db: Path = typer.Option(
+        None,
+        "--db",
+        envvar="OPENCLAW_CTX_DB",
+        help="SQLite database file \\[default: $OPENCLAW_STATE_DIR/openclaw-ctx.db, ~/.openclaw/openclaw-ctx.db].",
+        show_default=False,
+    ),
+    config: Path = typer.Option(
+        None,
+        "--config",
+        envvar="OPENCLAW_CONFIG_PATH",
+        help="openclaw.json (JSON5) \\[default: $OPENCLAW_STATE_DIR/openclaw.json].",
+        show_default=False,
+    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    ctx.obj = CliState(db=db or default_db_path(), config_path=config)
+
+
+def state_of(ctx: typer.Context) -> CliState:
+    """The CliState of the running command."""
+    obj = ctx.find_root().obj
+    assert isinstance(obj, CliState)
+    return obj
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine for a command; library errors become a clear message and exit status 1."""
+    try:
+        return asyncio.run(coro)
+    except OpenClawCtxError as exc:
+        err_console.print(f"[bold red]error:[/] {exc.detail}", highlight=False)
+        raise typer.Exit(1) from exc
+
+
+async def open_store(state: CliState, *, upgrade: bool = True) -> Store:
+    """Open the database the global options name."""
+    return await Store.open(state.db, upgrade=upgrade)
+
+
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    _load_commands()
+    app()

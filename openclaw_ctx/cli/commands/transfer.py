@@ -1,0 +1,143 @@
+"""Moving history in and out: `import` (OpenClaw JSONL transcripts and agent dirs) and `export`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
+from openclaw_ctx.transcripts.export import ExportReport, export_session
+from openclaw_ctx.transcripts.importer import ImportProgress, ImportReport, import_paths
+
+__all__ = ["register"]
+
+EXIT_SKIPPED = 2
+_SHOW_SKIPPED = 50
+
+
+def register(app: typer.Typer) -> None:
+    """Add `import` and `export` to `app`."""
+    app.command("import")(import_command)
+    app.command("export")(export_command)
+
+
+def import_command(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(
+        ..., help="JSONL transcripts, OpenClaw sessions/ or agent directories, or an agents/ root."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+) -> None:
+    """Import OpenClaw transcripts; re-importing the same files adds nothing.
+
+    Session keys come from sessions.json; a bare file continues its parent's key, or gets `file:<sessionId>`.
+
+    Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
+    """
+    state = state_of(ctx)
+    report = run(_import(state, paths, show_progress=not as_json))
+    if as_json:
+        console.print_json(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        console.print(_import_table(report))
+    for line in report.skipped[:_SHOW_SKIPPED]:
+        err_console.print(f"[yellow]skipped[/] {line}", highlight=False, markup=True, soft_wrap=True)
+    if len(report.skipped) > _SHOW_SKIPPED:
+        err_console.print(f"… and {len(report.skipped) - _SHOW_SKIPPED} more skipped lines", highlight=False)
+    if not report.clean:
+        raise typer.Exit(EXIT_SKIPPED)
+
+
+async def _import(state: CliState, paths: list[Path], *, show_progress: bool) -> ImportReport:
+    store = await open_store(state)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=not (show_progress and err_console.is_terminal),
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def update(event: ImportProgress) -> None:
+        if not tasks:
+            tasks["files"] = progress.add_task("files", total=event.files_total)
+            tasks["bytes"] = progress.add_task("bytes", total=event.bytes_total)
+        progress.update(tasks["files"], completed=event.files_done, description=f"files ({Path(event.file).name})")
+        progress.update(tasks["bytes"], completed=event.bytes_done)
+
+    try:
+        with progress:
+            return await import_paths(store, paths, progress=update)
+    finally:
+        await store.close()
+
+
+def _import_table(report: ImportReport) -> Table:
+    table = Table(title=f"imported {len(report.files)} file(s)", box=box.SIMPLE_HEAD)
+    table.add_column("session", no_wrap=True)
+    table.add_column("session key", overflow="fold")
+    for column in ("entries", "new", "dup", "sums", "skipped"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for f in report.files:
+        table.add_row(
+            (f.session_id or Path(f.path).name)[:8],
+            f.session_key or "—",
+            f"{f.entries:,}",
+            f"{f.messages_new:,}",
+            f"{f.messages_duplicate:,}",
+            f"{f.summaries_new:,}",
+            "file" if f.error else f"{f.skipped_lines:,}",
+        )
+    table.add_section()
+    totals = ("entries", "messages_new", "messages_duplicate", "summaries_new")
+    table.add_row("total", "", *(f"{report.total(name):,}" for name in totals), f"{len(report.skipped):,}")
+    table.caption = "new/dup: messages written now / already stored; sums: summaries from compaction entries"
+    return table
+
+
+def export_command(
+    ctx: typer.Context,
+    out: Path = typer.Option(..., "--out", "-o", help="Directory (--key), or a .jsonl file or directory (--session)."),
+    key: str = typer.Option(None, "--key", "-k", help="Export every session of this key's chain, plus sessions.json."),
+    session: str = typer.Option(None, "--session", "-s", help="Export one session by id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+) -> None:
+    """Write stored sessions as OpenClaw JSONL (v3) transcripts."""
+    if (key is None) == (session is None):
+        raise typer.BadParameter("give exactly one of --key and --session")
+    state = state_of(ctx)
+    report = run(_export(state, key, session, out))
+    if as_json:
+        console.print_json(json.dumps(report.to_json(), ensure_ascii=False))
+        return
+    for f in report.files:
+        console.print(
+            f"wrote {f.path} ({f.entries:,} entries, {f.messages:,} messages)", highlight=False, soft_wrap=True
+        )
+    if report.sessions_json:
+        console.print(f"wrote {report.sessions_json} (key {report.session_key})", highlight=False, soft_wrap=True)
+
+
+async def _export(state: CliState, key: str | None, session: str | None, out: Path) -> ExportReport:
+    store = await open_store(state)
+    try:
+        return await export_session(store, session_key=key, session_id=session, out=out)
+    finally:
+        await store.close()

@@ -1,0 +1,438 @@
+"""The pure planning half of the built-in compaction (openclaw-reference §4): no I/O, no awaits.
+
+Threshold, cut point, serialization for the summarizer, file-operation lists, chunking and the final
+composition of the summary text. :mod:`openclaw_ctx.compaction.builtin` loads, calls these, and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openclaw_ctx.config import CompactionSettings
+from openclaw_ctx.messages import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from openclaw_ctx.store.repo import ContextEntry
+from openclaw_ctx.summarize.prompts import SPLIT_TURN_HEADER, serialize_for_summary, serialize_message
+
+__all__ = [
+    "BASE_CHUNK_RATIO",
+    "CutPoint",
+    "FileOps",
+    "MIN_CHUNK_RATIO",
+    "NO_FIT_ERROR",
+    "SAFETY_MARGIN",
+    "SUMMARIZATION_OVERHEAD_TOKENS",
+    "CompactionPlan",
+    "adaptive_chunk_ratio",
+    "chunk_messages",
+    "compose_summary",
+    "estimate_tokens",
+    "extract_file_ops",
+    "find_cut_point",
+    "is_oversized",
+    "keep_recent_budget",
+    "max_chunk_tokens",
+    "oversized_note",
+    "plan_compaction",
+    "plan_messages",
+    "serialize_for_summary",
+    "serialize_message",
+    "should_compact",
+    "summary_target",
+]
+
+SAFETY_MARGIN = 1.2
+BASE_CHUNK_RATIO = 0.4
+MIN_CHUNK_RATIO = 0.15
+SUMMARIZATION_OVERHEAD_TOKENS = 4096
+IMAGE_CHARS = 4800
+SUMMARY_MAX_CHARS = 16_000
+FILE_LIST_MAX_CHARS = 900
+NO_FIT_ERROR = "No complete recent message fits within keepRecentTokens"
+
+Entry = ContextEntry | AgentMessage
+
+
+# --- estimates and the threshold ------------------------------------------------------------------
+
+
+def _content_chars(content: str | Sequence[Any]) -> int:
+    if isinstance(content, str):
+        return len(content)
+    chars = 0
+    for block in content:
+        if isinstance(block, TextContent):
+            chars += len(block.text)
+        elif isinstance(block, ImageContent):
+            chars += IMAGE_CHARS
+    return chars
+
+
+def estimate_tokens(message: AgentMessage) -> int:
+    """OpenClaw's planning estimate ``ceil(chars / 4)`` of one message (images count 4,800 chars).
+
+    Used only where no stored count exists; stored `token_count`s are preferred everywhere.
+    """
+    chars = 0
+    if isinstance(message, UserMessage | ToolResultMessage | CustomMessage):
+        chars = _content_chars(message.content)
+    elif isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, TextContent):
+                chars += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                chars += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                chars += len(block.name) + len(json.dumps(block.arguments, ensure_ascii=False))
+    elif isinstance(message, BashExecutionMessage):
+        chars = 0 if message.exclude_from_context else len(message.command) + len(message.output)
+    elif isinstance(message, BranchSummaryMessage | CompactionSummaryMessage):
+        chars = len(message.summary)
+    return math.ceil(chars / 4)
+
+
+def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
+    """OpenClaw's threshold: ``enabled and contextTokens > contextWindow − reserve`` (reserve floored)."""
+    return settings.enabled and context_tokens > context_window - settings.effective_reserve()
+
+
+# --- the cut point ----------------------------------------------------------------------------------
+
+
+def _message(entry: Entry) -> AgentMessage | None:
+    if isinstance(entry, ContextEntry):
+        return entry.message
+    return entry
+
+
+def _tokens(entry: Entry) -> int:
+    if isinstance(entry, ContextEntry):
+        if entry.token_count > 0 or entry.message is None:
+            return entry.token_count
+        return estimate_tokens(entry.message)
+    return estimate_tokens(entry)
+
+
+def _is_cut_point(entry: Entry) -> bool:
+    message = _message(entry)
+    # A summary item renders as a compactionSummary/user message: a valid place to start the kept part.
+    return message is None or not isinstance(message, ToolResultMessage)
+
+
+def _is_turn_start(entry: Entry) -> bool:
+    message = _message(entry)
+    return isinstance(
+        message, UserMessage | BashExecutionMessage | CustomMessage | BranchSummaryMessage | CompactionSummaryMessage
+    )
+
+
+@dataclass(frozen=True)
+class CutPoint:
+    """Where the kept part starts and whether that splits a turn.
+
+    Entries ``[0, first_kept_index)`` are summarised: for a split turn ``[0, turn_start_index)`` as
+    history and ``[turn_start_index, first_kept_index)`` as the turn prefix.
+    """
+
+    first_kept_index: int
+    turn_start_index: int = -1
+    is_split_turn: bool = False
+    error: str | None = None
+
+    @property
+    def history_end(self) -> int:
+        """End (exclusive) of the history part."""
+        return self.turn_start_index if self.is_split_turn else self.first_kept_index
+
+
+def _owner_indices(entries: Sequence[Entry]) -> dict[int, int]:
+    """For each tool-result index, the index of the assistant message that made its call."""
+    call_at: dict[str, int] = {}
+    owners: dict[int, int] = {}
+    for i, entry in enumerate(entries):
+        message = _message(entry)
+        if isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, ToolCall):
+                    call_at.setdefault(block.id, i)
+        elif isinstance(message, ToolResultMessage) and message.tool_call_id in call_at:
+            owners[i] = call_at[message.tool_call_id]
+    return owners
+
+
+def _keep_groups_whole(cut: int, owners: dict[int, int]) -> int:
+    # Move the cut back until no kept result's call is summarised (async results join their call group).
+    moved = True
+    while moved:
+        moved = False
+        for result_index, owner in owners.items():
+            if result_index >= cut > owner:
+                cut = owner
+                moved = True
+    return cut
+
+
+def find_cut_point(
+    entries: Sequence[Entry],
+    keep_recent_tokens: int,
+    *,
+    start: int = 0,
+    preserve_from_index: int | None = None,
+) -> CutPoint:
+    """Choose the first kept entry: walk back from the end until `keep_recent_tokens` are kept.
+
+    Never cuts at a tool result; when the entry that crosses the budget is a tool result, the cut
+    moves to the assistant message that made its call, so a large trailing result keeps its group.
+    No valid cut point at all (or a non-positive budget) keeps nothing (``first_kept_index = end``,
+    with :data:`NO_FIT_ERROR`). `preserve_from_index` forces that entry and everything after it to
+    be kept (a pending user message).
+
+    Args:
+        entries: Context entries (or plain messages), oldest first.
+        keep_recent_tokens: Tokens of recent context to keep verbatim.
+        start: First entry that may be summarised.
+        preserve_from_index: Index that must be kept, if any.
+
+    Returns:
+        The cut point.
+    """
+    end = len(entries)
+    cut_points = [i for i in range(start, end) if _is_cut_point(entries[i])]
+    owners = _owner_indices(entries)
+    error: str | None = None
+    if not cut_points or keep_recent_tokens <= 0:
+        cut, error = end, NO_FIT_ERROR
+    else:
+        cut = cut_points[0]
+        accumulated = 0
+        for i in range(end - 1, start - 1, -1):
+            accumulated += _tokens(entries[i])
+            if accumulated >= keep_recent_tokens:
+                after = [c for c in cut_points if c >= i]
+                before = [c for c in cut_points if c < i]
+                cut = after[0] if after else before[-1] if before else end
+                if cut == end:
+                    error = NO_FIT_ERROR
+                break
+    if preserve_from_index is not None and start <= preserve_from_index < cut:
+        cut, error = preserve_from_index, None
+    cut = max(start, _keep_groups_whole(cut, owners))
+    while start < cut < end and not _is_cut_point(entries[cut]):
+        cut -= 1
+    return _split_turn(entries, cut, start, error)
+
+
+def _split_turn(entries: Sequence[Entry], cut: int, start: int, error: str | None) -> CutPoint:
+    if cut >= len(entries) or cut <= start or _is_turn_start(entries[cut]):
+        return CutPoint(cut, -1, False, error)
+    message = _message(entries[cut])
+    if message is None:  # a summary item: not inside a turn
+        return CutPoint(cut, -1, False, error)
+    for i in range(cut - 1, start - 1, -1):
+        if _message(entries[i]) is None:
+            break
+        if _is_turn_start(entries[i]):
+            return CutPoint(cut, i, True, error)
+    return CutPoint(cut, -1, False, error)
+
+
+# --- file operations --------------------------------------------------------------------------------
+
+_READ_TOOLS = {"read", "read_file", "view", "cat"}
+_WRITE_TOOLS = {"write", "edit", "write_file", "edit_file", "multiedit", "multi_edit", "apply_patch", "create"}
+_PATH_KEYS = ("path", "file_path", "filePath", "file", "filename")
+
+
+@dataclass
+class FileOps:
+    """Files the summarised history read and modified (carried forward across compactions)."""
+
+    read: set[str] = field(default_factory=set)
+    modified: set[str] = field(default_factory=set)
+
+    def lists(self) -> tuple[list[str], list[str]]:
+        """`(readFiles, modifiedFiles)`: read-only files and modified files, sorted."""
+        return sorted(self.read - self.modified), sorted(self.modified)
+
+    def details(self) -> dict[str, list[str]]:
+        """The `details` object of a compaction result."""
+        read, modified = self.lists()
+        return {"readFiles": read, "modifiedFiles": modified}
+
+
+def extract_file_ops(messages: Sequence[AgentMessage], previous: Any = None) -> FileOps:
+    """read → readFiles, write/edit → modifiedFiles, from tool calls, plus a previous `details`."""
+    ops = FileOps()
+    if isinstance(previous, dict):
+        ops.read.update(str(p) for p in previous.get("readFiles") or [])
+        ops.modified.update(str(p) for p in previous.get("modifiedFiles") or [])
+    for message in messages:
+        if not isinstance(message, AssistantMessage):
+            continue
+        for block in message.content:
+            if not isinstance(block, ToolCall):
+                continue
+            name = block.name.lower()
+            path = next((block.arguments[k] for k in _PATH_KEYS if isinstance(block.arguments.get(k), str)), None)
+            if not path:
+                continue
+            if name in _READ_TOOLS:
+                ops.read.add(path)
+            elif name in _WRITE_TOOLS:
+                ops.modified.add(path)
+    return ops
+
+
+# --- chunking ---------------------------------------------------------------------------------------
+
+
+def adaptive_chunk_ratio(total_tokens: int, message_count: int, context_window: int) -> float:
+    """OpenClaw's `computeAdaptiveChunkRatio`: smaller chunks when messages are large."""
+    if message_count <= 0 or context_window <= 0:
+        return BASE_CHUNK_RATIO
+    average = (total_tokens / message_count) * SAFETY_MARGIN / context_window
+    if average > 0.1:
+        return max(MIN_CHUNK_RATIO, BASE_CHUNK_RATIO - min(2 * average, 0.25))
+    return BASE_CHUNK_RATIO
+
+
+def max_chunk_tokens(context_window: int, ratio: float, *, floor: int = 1024) -> int:
+    """``floor(window · ratio) − 4096``, never below `floor`."""
+    return max(floor, math.floor(context_window * ratio) - SUMMARIZATION_OVERHEAD_TOKENS)
+
+
+def is_oversized(tokens: int, context_window: int) -> bool:
+    """A message too large to summarize at all: ``tokens · 1.2 > 50%`` of the window."""
+    return tokens * SAFETY_MARGIN > 0.5 * context_window
+
+
+def oversized_note(message: AgentMessage, tokens: int) -> str:
+    """The note that replaces an oversized message in the summarizer input."""
+    return f"[Large {message.role} (~{max(1, round(tokens / 1000))}K tokens) omitted from summary]"
+
+
+def chunk_messages(
+    messages: Sequence[AgentMessage], max_tokens: int, tokens_of: Callable[[AgentMessage], int]
+) -> list[list[AgentMessage]]:
+    """Split into chunks of at most ``max_tokens / 1.2``, never separating a call from its results."""
+    limit = max(1, int(max_tokens / SAFETY_MARGIN))
+    groups: list[list[AgentMessage]] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and groups:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    chunks: list[list[AgentMessage]] = []
+    current: list[AgentMessage] = []
+    size = 0
+    for group in groups:
+        cost = sum(tokens_of(m) for m in group)
+        if current and size + cost > limit:
+            chunks.append(current)
+            current, size = [], 0
+        current.extend(group)
+        size += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+# --- the final text ---------------------------------------------------------------------------------
+
+
+def _file_tag(tag: str, files: list[str]) -> str:
+    body = "\n".join(files)
+    if len(body) > FILE_LIST_MAX_CHARS:
+        body = body[:FILE_LIST_MAX_CHARS].rsplit("\n", 1)[0] + f"\n[... {len(files)} files in total]"
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def compose_summary(history: str, turn_prefix: str | None, ops: FileOps) -> str:
+    """History summary + split-turn context + file lists, capped at 16,000 characters."""
+    text = history.strip()
+    if turn_prefix:
+        text += SPLIT_TURN_HEADER + turn_prefix.strip()
+    if len(text) > SUMMARY_MAX_CHARS:
+        text = text[:SUMMARY_MAX_CHARS].rstrip() + "\n\n[Compaction summary truncated to fit budget]"
+    read, modified = ops.lists()
+    tags = [_file_tag("read-files", read)] if read else []
+    if modified:
+        tags.append(_file_tag("modified-files", modified))
+    return text + ("\n\n" + "\n\n".join(tags) if tags else "")
+
+
+# --- the plan ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompactionPlan:
+    """What a compaction summarises, what it keeps, and the summaries it updates."""
+
+    cut: CutPoint
+    previous: list[ContextEntry]
+    history: list[ContextEntry]
+    prefix: list[ContextEntry]
+    kept: list[ContextEntry]
+    orphans: list[ContextEntry] = field(default_factory=list)
+
+    @property
+    def covered(self) -> list[ContextEntry]:
+        """Every message entry the summary covers (history, turn prefix, orphaned results)."""
+        return self.history + self.prefix + self.orphans
+
+
+def keep_recent_budget(settings: CompactionSettings, token_budget: int | None) -> int:
+    """`keepRecentTokens`, capped at a third of a given budget."""
+    # A small budget must still leave room after compaction (OpenClaw #130226: forced no-op compactions).
+    if token_budget:
+        return min(settings.keep_recent_tokens, max(1, token_budget // 3))
+    return settings.keep_recent_tokens
+
+
+def summary_target(settings: CompactionSettings, token_budget: int | None) -> int:
+    """Output budget: ``0.8 · reserve`` (OpenClaw), at most a quarter of a given budget, at least 256."""
+    target = math.floor(0.8 * settings.effective_reserve()) or 1024
+    if token_budget:
+        target = min(target, max(256, token_budget // 4))
+    return max(256, target)
+
+
+def plan_compaction(entries: list[ContextEntry], keep_recent: int) -> CompactionPlan:
+    cut = find_cut_point(entries, keep_recent)
+    before = entries[: cut.first_kept_index]
+    previous = [e for e in before if e.item_type == "summary"]
+    history = [e for e in entries[: cut.history_end] if e.item_type == "message"]
+    prefix = [e for e in entries[cut.history_end : cut.first_kept_index] if e.item_type == "message"]
+    kept: list[ContextEntry] = []
+    orphans: list[ContextEntry] = []
+    calls: set[str] = set()
+    for entry in entries[cut.first_kept_index :]:
+        message = entry.message
+        if isinstance(message, AssistantMessage):
+            calls.update(b.id for b in message.content if isinstance(b, ToolCall))
+        if isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
+            orphans.append(entry)  # its call is nowhere in the context: summarised, never shown alone
+            continue
+        kept.append(entry)
+    return CompactionPlan(cut, previous, history, prefix, kept, orphans)
+
+
+def plan_messages(entries: Sequence[ContextEntry]) -> list[AgentMessage]:
+    """The messages of some entries, in order."""
+    return [e.message for e in entries if e.message is not None]

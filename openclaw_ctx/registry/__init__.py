@@ -1,0 +1,43 @@
+"""The context-engine registry: registration by owner, entry-point loading, resolution and quarantine."""
+
+from openclaw_ctx.registry.registry import (
+    CORE_OWNER,
+    DEFAULT_ENGINE_ID,
+    ENTRY_POINT_GROUP,
+    PUBLIC_SDK_OWNER,
+    EngineRegistry,
+    QuarantineRecord,
+    RegisteredEngine,
+    RegisterResult,
+    ResolvedEngine,
+    clear_context_engines_for_owner,
+    contract_error,
+    ensure_engines_loaded,
+    get_registry,
+    list_quarantines,
+    owner_plugin_id,
+    register_context_engine,
+    register_context_engine_for_owner,
+    resolve_context_engine,
+)
+
+__all__ = [
+    "CORE_OWNER",
+    "DEFAULT_ENGINE_ID",
+    "ENTRY_POINT_GROUP",
+    "PUBLIC_SDK_OWNER",
+    "EngineRegistry",
+    "QuarantineRecord",
+    "RegisterResult",
+    "RegisteredEngine",
+    "ResolvedEngine",
+    "clear_context_engines_for_owner",
+    "contract_error",
+    "ensure_engines_loaded",
+    "get_registry",
+    "list_quarantines",
+    "owner_plugin_id",
+    "register_context_engine",
+    "register_context_engine_for_owner",
+    "resolve_context_engine",
+]

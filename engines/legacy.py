@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openclaw_ctx import __version__
+from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
     AfterTurnParams,
     AssembleParams,

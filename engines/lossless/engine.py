@@ -24,7 +24,7 @@ from engines.lossless.compaction import PlanItem, SweepOutcome, SweepSettings, s
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
 from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
 from engines.lossless.large_content import externalise_session
-from openclaw_ctx import __version__
+from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
     AfterTurnParams,
     AssembleParams,

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from openclaw_ctx import __version__
+from openclaw_ctx._version import __version__
 from openclaw_ctx.config import OpenClawConfig, default_db_path, load_config
 from openclaw_ctx.errors import OpenClawCtxError
 from openclaw_ctx.store.store import Store

@@ -21,6 +21,7 @@
     ├── ContextOverflowError            the prompt cannot be made to fit
     ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
     ├── AbortError                      the caller aborted the operation (never quarantines)
+    ├── OutputPathError                 an output would overwrite a file unasked, or the database itself
     └── MissingDependencyError          an optional outside tool or package is not installed (says how to get it)
 """
 
@@ -44,6 +45,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "OpenClawCtxError",
+    "OutputPathError",
     "ProviderError",
     "ProviderErrorKind",
     "ReadOnlyViolationError",
@@ -173,6 +175,10 @@ class ProviderError(OpenClawCtxError):
 
 class AbortError(OpenClawCtxError):
     """The operation was aborted by its caller."""
+
+
+class OutputPathError(OpenClawCtxError):
+    """An output path the command will not write: an existing file without --force, or the database."""
 
 
 class MissingDependencyError(OpenClawCtxError, ImportError):

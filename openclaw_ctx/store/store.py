@@ -28,6 +28,7 @@ from openclaw_ctx.errors import (
     SchemaTooNewError,
     StoreError,
 )
+from openclaw_ctx.store.locks import ProcessLocks
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
 __all__ = ["SchemaState", "Store", "alembic_config", "wrap_db_errors"]
@@ -87,6 +88,8 @@ class Store:
         self.path = path
         self.counter = counter
         self._write_lock = asyncio.Lock()
+        self.locks = ProcessLocks(path)
+        """Cross-process locks: a session key's for a whole turn or compaction, the schema's for upgrades."""
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -192,8 +195,10 @@ class Store:
             cfg.attributes["connection"] = sync_conn
             action(cfg)
 
+        # The schema lock makes concurrent first opens take turns: the later ones find the schema at
+        # head and have nothing left to do, instead of failing with "database is locked".
         with wrap_db_errors(self.path):
-            async with self._write_lock, self.engine.begin() as conn:
+            async with self.locks.schema(), self._write_lock, self.engine.begin() as conn:
                 await conn.run_sync(run)
 
     # --- transactions -------------------------------------------------------------------------

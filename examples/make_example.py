@@ -14,12 +14,24 @@ from __future__ import annotations
 import base64
 import json
 import random
-import struct
 import sys
-import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script (python examples/make_example.py): make `examples` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from examples.example_content import (  # noqa: E402
+    MODULES,
+    NON_ASCII,
+    WORDS,
+    log_text,
+    module_code,
+    pytest_output,
+    tiny_png,
+    traceback_text,
+)
 
 __all__ = ["OUTPUT", "PLANTED_FACTS", "SEED", "build_lines", "main"]
 
@@ -37,40 +49,6 @@ PLANTED_FACTS: dict[str, str] = {
     "feature_flag": "billing.ledger_v2.dual_write",
     "oncall_channel": "#billing-oncall-emea",
 }
-
-MODULES = [
-    "src/billing/fx.py",
-    "src/billing/invoice.py",
-    "src/billing/tax.py",
-    "src/billing/api/routes.py",
-    "src/billing/api/schemas.py",
-    "src/billing/reconcile.py",
-    "src/billing/storage/postgres.py",
-    "src/billing/webhooks.py",
-]
-WORDS = (
-    "amount balance currency entry posting account journal rate rounding cents period tenant invoice "
-    "refund credit debit snapshot cursor batch window ledger drift total fee".split()
-)
-NON_ASCII = [
-    "请帮我看看汇率换算的舍入是不是有问题 🙏",
-    "Le client « Café Müller » voit un solde négatif — peux-tu vérifier ?",
-    "テストが通らない…もう一度見てくれる？",
-    "Ünïcödé in invoice PDFs renders as tofu □□ — ✅ fix please",
-    "Спасибо! Теперь добавь тест на нулевую сумму.",
-]
-
-
-def _tiny_png(rng: random.Random, size: int = 12) -> str:
-    """A valid PNG screenshot stand-in (random RGB pixels), base64."""
-    rows = b"".join(b"\x00" + bytes(rng.randrange(256) for _ in range(size * 3)) for _ in range(size))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    ihdr = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
-    return base64.b64encode(png).decode("ascii")
 
 
 class _Session:
@@ -116,7 +94,7 @@ class _Session:
         content: str | list[dict[str, Any]] = text
         if images:
             content = [{"type": "text", "text": text}]
-            content += [{"type": "image", "data": _tiny_png(self.rng), "mimeType": "image/png"} for _ in range(images)]
+            content += [{"type": "image", "data": tiny_png(self.rng), "mimeType": "image/png"} for _ in range(images)]
         self.message({"role": "user", "content": content}, self.rng.uniform(20, 240))
 
     def assistant(self, thinking: str | None, text: str | None, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -177,78 +155,6 @@ class _Session:
         self.message(message, self.rng.uniform(0.2, 25))
 
 
-def _code(rng: random.Random, module: str, functions: int, extra: str = "") -> str:
-    stem = Path(module).stem
-    lines = [
-        f'"""{stem.replace("_", " ").title()}: part of the billing service."""',
-        "",
-        "from __future__ import annotations",
-    ]
-    lines += ["", "from decimal import ROUND_HALF_EVEN, Decimal", "", extra] if extra else [""]
-    for n in range(functions):
-        a, b, c = rng.sample(WORDS, 3)
-        lines += [
-            "",
-            f"def {a}_{b}_{n}({a}: Decimal, {c}: int = {rng.randrange(2, 99)}) -> Decimal:",
-            f'    """Return the {a} {b} for one {c}, rounded half-even to cents."""',
-            f"    if {a} < 0:",
-            f'        raise ValueError("negative {a}: " + str({a}))',
-            f"    scaled = {a} * Decimal({c}) / Decimal({rng.randrange(100, 10000)})",
-            '    return scaled.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)',
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _pytest_output(rng: random.Random, count: int, failing: list[str]) -> str:
-    lines = [
-        "============================= test session starts ==============================",
-        "platform linux -- Python 3.12.3, pytest-8.3.4, pluggy-1.5.0",
-        f"collected {count} items",
-        "",
-    ]
-    for n in range(count):
-        name = f"tests/test_{rng.choice(WORDS)}.py::test_{rng.choice(WORDS)}_{rng.choice(WORDS)}_{n}"
-        lines.append(f"{name} {'FAILED' if name in failing or (failing and n == count // 2) else 'PASSED'}")
-    if failing:
-        lines += [
-            "",
-            "=================================== FAILURES ===================================",
-            "____________________________ test_posting_balances _____________________________",
-            "",
-            "    def test_posting_balances(ledger):",
-            '>       assert ledger.balance("acct-17") == Decimal("120.00")',
-            "E       AssertionError: assert Decimal('119.99') == Decimal('120.00')",
-            "",
-            "tests/test_ledger_v2.py:88: AssertionError",
-        ]
-    passed = count - (1 if failing else 0)
-    rule = "=" * 24
-    lines.append(f"{rule} {passed} passed{', 1 failed' if failing else ''} in {rng.uniform(1, 30):.2f}s {rule}")
-    return "\n".join(lines)
-
-
-def _traceback(rng: random.Random, error: str) -> str:
-    frames = [
-        f'  File "/srv/app/{rng.choice(MODULES)}", line {rng.randrange(20, 400)}, '
-        f"in {rng.choice(WORDS)}_{rng.choice(WORDS)}\n"
-        f"    {rng.choice(WORDS)} = {rng.choice(WORDS)}.{rng.choice(WORDS)}({rng.choice(WORDS)})"
-        for _ in range(rng.randrange(4, 9))
-    ]
-    return "Traceback (most recent call last):\n" + "\n".join(frames) + f"\n{error}"
-
-
-def _log(rng: random.Random, lines: int) -> str:
-    out = []
-    for n in range(lines):
-        level = rng.choices(["INFO", "DEBUG", "WARN", "ERROR"], [60, 25, 10, 5])[0]
-        out.append(
-            f"2026-03-13T22:{n // 60 % 60:02d}:{n % 60:02d}.{rng.randrange(1000):03d}Z {level:5} "
-            f"billing.{rng.choice(WORDS)} tenant={rng.randrange(1000, 9999)} "
-            f"{rng.choice(WORDS)}={rng.randrange(10**6)} {' '.join(rng.sample(WORDS, 4))}"
-        )
-    return "\n".join(out)
-
-
 def _opening(s: _Session) -> None:
     """The first turns, where every planted fact is stated exactly once."""
     f, rng = PLANTED_FACTS, s.rng
@@ -264,7 +170,7 @@ def _opening(s: _Session) -> None:
         "I'll read the ledger module and the staging config first.",
         [("read", {"path": f["ledger_module"]}), ("read", {"path": "config/staging.toml"})],
     )
-    s.result(ids[0], "read", _code(rng, f["ledger_module"], 14, 'DRIFT_TOLERANCE = Decimal("0.005")'))
+    s.result(ids[0], "read", module_code(rng, f["ledger_module"], 14, 'DRIFT_TOLERANCE = Decimal("0.005")'))
     s.result(
         ids[1],
         "read",
@@ -295,7 +201,7 @@ def _opening(s: _Session) -> None:
     s.result(
         ids[0],
         "bash",
-        _traceback(rng, f"billing.reconcile.LedgerDriftError: {f['drift_error_code']} delta=0.01"),
+        traceback_text(rng, f"billing.reconcile.LedgerDriftError: {f['drift_error_code']} delta=0.01"),
         error=True,
         details={"exitCode": 1},
     )
@@ -337,7 +243,7 @@ def _task(s: _Session, n: int) -> None:
         )
         if kind == "read":
             ids = s.assistant(thinking, None, [("read", {"path": module})])
-            s.result(ids[0], "read", _code(rng, module, rng.randrange(3, 36)))
+            s.result(ids[0], "read", module_code(rng, module, rng.randrange(3, 36)))
         elif kind == "edit":
             old = '    return scaled.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)'
             new = old.replace("ROUND_HALF_EVEN", "ROUND_HALF_UP") if rng.random() < 0.5 else old + f"  # {a}"
@@ -362,7 +268,7 @@ def _task(s: _Session, n: int) -> None:
             ids = s.assistant(
                 thinking,
                 f"Writing {path}.",
-                [("write", {"path": path, "content": _code(rng, path, rng.randrange(2, 8))})],
+                [("write", {"path": path, "content": module_code(rng, path, rng.randrange(2, 8))})],
             )
             s.result(ids[0], "write", f"Successfully wrote {rng.randrange(400, 4000)} bytes to {path}")
         else:
@@ -372,17 +278,17 @@ def _task(s: _Session, n: int) -> None:
             )
             ids = s.assistant(thinking, None, [("bash", {"command": command, "timeout": 300})])
             if "log" in command:
-                out = _log(rng, rng.randrange(170, 300) if big else rng.randrange(10, 40))
+                out = log_text(rng, rng.randrange(170, 300) if big else rng.randrange(10, 40))
             elif "pytest" in command:
                 fail = rng.random() < 0.35
-                out = _pytest_output(
+                out = pytest_output(
                     rng, rng.randrange(320, 600) if big else rng.randrange(8, 40), ["x"] if fail else []
                 )
             else:
                 out = (
                     "All checks passed!"
                     if rng.random() < 0.6
-                    else _traceback(rng, "ImportError: cannot import name 'FxRate'")
+                    else traceback_text(rng, "ImportError: cannot import name 'FxRate'")
                 )
             s.result(
                 ids[0], "bash", out, error="Traceback" in out, details={"exitCode": 1 if "Traceback" in out else 0}

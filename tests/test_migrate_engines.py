@@ -228,3 +228,18 @@ def test_a_migrated_key_keeps_running_on_its_new_engine(db_path: Path) -> None:
     # Turns are numbered across the whole chain, migrations included.
     numbers = [r[0] for r in conn.execute("SELECT turn FROM turns WHERE session_key = ? ORDER BY turn", (RUN_KEY,))]
     assert numbers == list(range(1, 49))
+
+
+async def test_an_engine_that_is_not_installed_is_named_as_such(store: "Store") -> None:
+    from openclaw_ctx.config import OpenClawConfig
+    from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
+    from openclaw_ctx.ops.adopters import adopter_for
+    from openclaw_ctx.summarize import default_summarizer
+
+    config, summarizer = OpenClawConfig(), default_summarizer()
+    with pytest.raises(EngineNotFoundError, match=r"no-such-engine is not installed; installed engines: .*legacy"):
+        await adopter_for("no-such-engine", store=store, config=config, summarizer=summarizer)
+    with pytest.raises(EngineContractError, match="cannot adopt"):
+        await adopter_for("legacy", store=store, config=config, summarizer=summarizer)
+    adopter = await adopter_for("lossless-claw", store=store, config=config, summarizer=summarizer)
+    assert not await adopter.adoption_pending("agent:main:nobody")

@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from engines.lossless.assemble import RenderCache
 from engines.lossless.compaction import PlanItem, SweepSettings, sweep
 from engines.lossless.config import LosslessConfig
-from engines.lossless.engine import plan_items
 from engines.lossless.ingest import ENGINE_ID as LOSSLESS
+from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, AdoptionReport
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction, ContextItem, Message, Summary, SummaryMessage, SummaryParent
@@ -45,18 +45,14 @@ from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
 __all__ = [
-    "DEFAULT_BATCH",
     "STATE_ENGINE",
     "STATE_NAME",
-    "BackfillProgress",
-    "BackfillReport",
     "backfill_key",
     "pending_backfill",
 ]
 
 STATE_ENGINE = "openclaw-ctx"
 STATE_NAME = "backfill"
-DEFAULT_BATCH = 2000
 _UNBOUNDED = {
     "max_sweep_iterations": 1_000_000_000,
     "sweep_deadline_ms": 1_000_000_000_000,
@@ -64,52 +60,6 @@ _UNBOUNDED = {
 }
 
 WindowRef = tuple[Literal["message", "summary"], int | str, int]
-
-
-@dataclass(frozen=True)
-class BackfillProgress:
-    """Where a backfill stands after a batch (for a progress bar)."""
-
-    session_key: str
-    items_done: int
-    items_total: int
-    batches: int
-    summaries_created: int
-
-
-@dataclass
-class BackfillReport:
-    """What one backfill run did."""
-
-    session_key: str
-    source_session_id: str
-    finished: bool
-    resumed: bool = False
-    batches: int = 0
-    summaries_created: int = 0
-    items_total: int = 0
-    tokens_before: int = 0
-    tokens_after: int | None = None
-    successor_session_id: str | None = None
-    max_depth: int | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "sessionKey": self.session_key,
-            "sourceSessionId": self.source_session_id,
-            "finished": self.finished,
-            "resumed": self.resumed,
-            "batches": self.batches,
-            "summariesCreated": self.summaries_created,
-            "itemsTotal": self.items_total,
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-            "successorSessionId": self.successor_session_id,
-            "maxDepth": self.max_depth,
-            "notes": self.notes,
-        }
 
 
 @dataclass
@@ -166,8 +116,8 @@ async def backfill_key(
     batch: int = DEFAULT_BATCH,
     reason: str = "backfill",
     stop_after: int | None = None,
-    progress: Callable[[BackfillProgress], None] | None = None,
-) -> BackfillReport:
+    progress: Callable[[AdoptionProgress], None] | None = None,
+) -> AdoptionReport:
     """Build the lossless DAG over the key's active context and rotate it to a lossless-claw session.
 
     Args:
@@ -185,10 +135,20 @@ async def backfill_key(
         NotFoundError: the key has no active session.
         CompactionError: the session was rotated by someone else mid-way (the next run starts over).
     """
+    # The engine module mixes in the adoption capability, which runs this function: import it late.
+    from engines.lossless.engine import plan_items
+
     if batch < 1:
         raise ValueError("batch must be at least 1")
     session, state, resumed, total, before, notes = await _start(store, session_key, batch, budget)
-    report = BackfillReport(session_key, session.session_id, False, resumed, items_total=total, tokens_before=before)
+    report = AdoptionReport(
+        session_key=session_key,
+        source_session_id=session.session_id,
+        finished=False,
+        resumed=resumed,
+        items_total=total,
+        tokens_before=before,
+    )
     report.notes += notes
     sweep_config = config.model_copy(update=_UNBOUNDED)
     done_now = 0
@@ -212,7 +172,7 @@ async def backfill_key(
             done = await _items_upto(conn, session.session_id, state.cursor)
         done_now += 1
         if progress is not None:
-            progress(BackfillProgress(session_key, done, max(total, done), state.batches, len(state.created)))
+            progress(AdoptionProgress(session_key, done, max(total, done), state.batches, len(state.created)))
     report.batches, report.summaries_created = state.batches, len(state.created)
     if stop_after is not None and done_now >= stop_after and await _has_more(store, session, state):
         report.notes.append(f"stopped after {done_now} batch(es); run again to resume")
@@ -356,8 +316,8 @@ async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) ->
 
 
 async def _finish(
-    store: Store, session: SessionRow, state: _State, report: BackfillReport, reason: str
-) -> BackfillReport:
+    store: Store, session: SessionRow, state: _State, report: AdoptionReport, reason: str
+) -> AdoptionReport:
     """The one rotating transaction: the final window becomes a lossless-claw successor session."""
     started = time.perf_counter()
     async with store.transaction() as conn:

@@ -24,6 +24,7 @@ from engines.lossless.compaction import PlanItem, SweepOutcome, SweepSettings, s
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
 from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
 from engines.lossless.large_content import externalise_session
+from engines.lossless.migration import ContextAdoption
 from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
     AfterTurnParams,
@@ -132,7 +133,7 @@ async def plan_items(
     return items
 
 
-class LosslessContextEngine:
+class LosslessContextEngine(ContextAdoption):
     """Lossless Context Management: a DAG of summaries over an immutable message store."""
 
     def __init__(self, ctx: EngineContext) -> None:

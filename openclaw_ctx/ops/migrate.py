@@ -1,8 +1,10 @@
 """Engine migration: move a session key's active context from one engine's projection to the other's.
 
-- legacy → lossless-claw: :func:`engines.lossless.backfill.backfill_key` builds the DAG from the raw
-  messages in the context (leaf summaries, then condensed ones), adopting the summaries already
-  there (the legacy summary becomes a node of the DAG, its edges intact).
+- legacy → an engine with the adoption capability (lossless-claw): the engine's own
+  :meth:`~openclaw_ctx.contract.adoption.AdoptsContext.adopt_context` builds its projection
+  (lossless-claw: the DAG from the raw messages, adopting the summaries already there, so the legacy
+  summary becomes a node of the DAG, its edges intact). The engine comes through the registry
+  (:func:`openclaw_ctx.ops.adopters.adopter_for`); this module never imports it.
 - lossless-claw → legacy: the built-in compaction (:func:`openclaw_ctx.compaction.builtin.compact_session`)
   writes ONE legacy summary of the view: every DAG summary in the context and the older raw
   messages; the recent messages after the last summary stay verbatim.
@@ -15,18 +17,16 @@ the new context through summary edges. A dry run computes the same plan and writ
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from pydantic import BaseModel, Field, computed_field
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from engines.lossless.assemble import fresh_tail_start
-from engines.lossless.backfill import DEFAULT_BATCH, BackfillProgress, backfill_key, pending_backfill
-from engines.lossless.config import LosslessConfig
+from openclaw_ctx._ids import LEGACY_ENGINE_ID
 from openclaw_ctx.compaction import compact_session
 from openclaw_ctx.compaction.plan import CompactionPlan, keep_recent_budget, plan_compaction
 from openclaw_ctx.config import CompactionSettings
+from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, AdoptsContext
 from openclaw_ctx.errors import CompactionError, ConfigError, NotFoundError
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.repo import ContextEntry
@@ -34,7 +34,7 @@ from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
 __all__ = [
-    "ENGINES",
+    "DEFAULT_BATCH",
     "MIGRATION_REASON",
     "MigrationPlan",
     "MigrationResult",
@@ -44,89 +44,60 @@ __all__ = [
     "plan_migration",
 ]
 
-EngineId = Literal["legacy", "lossless-claw"]
-ENGINES: tuple[EngineId, ...] = ("legacy", "lossless-claw")
 MIGRATION_REASON = "migration"
 
 
 def current_engine(session: repo.SessionRow) -> str:
     """The engine whose projection a session's context holds (rows without one are the host default, legacy)."""
-    return session.engine_id or "legacy"
+    return session.engine_id or LEGACY_ENGINE_ID
 
 
-def _check_target(target: str) -> EngineId:
-    for engine in ENGINES:
-        if engine == target:
-            return engine
-    raise ConfigError(f"unknown engine {target!r}: migrate moves between {' and '.join(ENGINES)}")
+def _alias(name: str) -> Any:
+    return Field(serialization_alias=name)
 
 
-@dataclass
-class MigrationPlan:
-    """What migrating one key would do (all a dry run reports)."""
+class MigrationPlan(BaseModel):
+    """What migrating one key would do (all a dry run reports); ``model_dump(by_alias=True)`` is its JSON."""
 
-    session_key: str
-    session_id: str
-    source: str
-    target: str
-    items: int
-    messages: int
-    summaries: int
-    tokens: int
-    action: str
-    to_summarize_messages: int = 0
-    to_summarize_summaries: int = 0
-    kept_messages: int = 0
-    resumable: bool = False
+    session_key: str = _alias("sessionKey")
+    session_id: str = _alias("sessionId")
+    source: str = _alias("from")
+    target: str = _alias("to")
+    items: int = _alias("contextItems")
+    messages: int = _alias("contextMessages")
+    summaries: int = _alias("contextSummaries")
+    tokens: int = _alias("contextTokens")
+    action: str = ""
+    to_summarize_messages: int = Field(0, serialization_alias="summarizeMessages")
+    to_summarize_summaries: int = Field(0, serialization_alias="summarizeSummaries")
+    kept_messages: int = Field(0, serialization_alias="keptMessages")
+    resumable: bool = Field(False, serialization_alias="resumesBackfill")
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def changes(self) -> bool:
         """False when the key is already on the target engine."""
         return self.source != self.target
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "sessionKey": self.session_key,
-            "sessionId": self.session_id,
-            "from": self.source,
-            "to": self.target,
-            "changes": self.changes,
-            "contextItems": self.items,
-            "contextMessages": self.messages,
-            "contextSummaries": self.summaries,
-            "contextTokens": self.tokens,
-            "summarizeMessages": self.to_summarize_messages,
-            "summarizeSummaries": self.to_summarize_summaries,
-            "keptMessages": self.kept_messages,
-            "resumesBackfill": self.resumable,
-            "action": self.action,
-        }
+        """The camelCase JSON the CLI prints."""
+        return self.model_dump(by_alias=True)
 
 
-@dataclass
-class MigrationResult:
-    """What migrating one key did."""
+class MigrationResult(BaseModel):
+    """What migrating one key did; its JSON is the plan's with the outcome beside it."""
 
-    plan: MigrationPlan
+    plan: MigrationPlan = Field(exclude=True)
     migrated: bool
-    successor_session_id: str | None = None
-    summaries_created: int = 0
-    tokens_after: int | None = None
     finished: bool = True
-    notes: list[str] = field(default_factory=list)
+    successor_session_id: str | None = Field(None, serialization_alias="successorSessionId")
+    summaries_created: int = Field(0, serialization_alias="summariesCreated")
+    tokens_after: int | None = Field(None, serialization_alias="tokensAfter")
+    notes: list[str] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            **self.plan.to_json(),
-            "migrated": self.migrated,
-            "finished": self.finished,
-            "successorSessionId": self.successor_session_id,
-            "summariesCreated": self.summaries_created,
-            "tokensAfter": self.tokens_after,
-            "notes": self.notes,
-        }
+        """The plan's JSON followed by the outcome's."""
+        return {**self.plan.model_dump(by_alias=True), **self.model_dump(by_alias=True)}
 
 
 async def keys_to_migrate(store: Store) -> list[str]:
@@ -168,43 +139,46 @@ async def plan_migration(
     session_key: str,
     target: str,
     *,
-    lossless: LosslessConfig,
+    adopter: AdoptsContext | None,
     settings: CompactionSettings,
     budget: int,
 ) -> MigrationPlan:
     """What :func:`migrate_key` would do for this key, computed by the same planners; writes nothing.
 
+    `adopter` is the target engine (from :func:`openclaw_ctx.ops.adopters.adopter_for`) unless the
+    target is legacy, whose projection the built-in compaction writes.
+
     Raises:
-        ConfigError: `target` is not an engine migrate knows.
+        ConfigError: the target is not legacy and no adopting engine was given.
         NotFoundError: the key has no active session.
     """
-    engine = _check_target(target)
+    if target != LEGACY_ENGINE_ID and adopter is None:
+        raise ConfigError(f"migrating to {target!r} needs that engine's adoption capability")
     async with store.read() as conn:
         session = await repo.active_session(conn, session_key)
         if session is None:
             raise NotFoundError(f"session key {session_key!r} has no active session")
         items, messages, tokens = (await conn.execute(_TOTALS, {"sid": session.session_id})).one()
-        pending = await pending_backfill(conn, session_key)
         plan = MigrationPlan(
-            session_key,
-            session.session_id,
-            current_engine(session),
-            engine,
-            int(items),
-            int(messages),
-            int(items) - int(messages),
-            int(tokens),
-            action="",
-            resumable=pending is not None and pending.get("session_id") == session.session_id,
+            session_key=session_key,
+            session_id=session.session_id,
+            source=current_engine(session),
+            target=target,
+            items=int(items),
+            messages=int(messages),
+            summaries=int(items) - int(messages),
+            tokens=int(tokens),
         )
         if not plan.changes:
-            plan.action = f"nothing: already on {engine}"
-        elif engine == "lossless-claw":
-            kept = await _tail_messages(conn, session.session_id, lossless, budget)
-            _describe_lossless(plan, kept)
-        else:
+            plan.action = f"nothing: already on {target}"
+            return plan
+        if adopter is None:
             entries = await repo.load_context(conn, session.session_id)
             _describe_legacy(plan, _legacy_plan(entries, settings, budget))
+            return plan
+    preview = await adopter.preview_adoption(session_key, budget=budget)
+    plan.resumable = preview.resumable
+    _describe_adoption(plan, preview.kept_messages)
     return plan
 
 
@@ -212,31 +186,16 @@ _TOTALS = text(
     "SELECT count(*), coalesce(sum(item_type = 'message'), 0), coalesce(sum(token_count), 0) "
     "FROM context_items WHERE session_id = :sid"
 )
-_PAGE_START = text("SELECT ordinal FROM context_items WHERE session_id = :sid ORDER BY ordinal DESC LIMIT 1 OFFSET :n")
 
 
-async def _tail_messages(conn: AsyncConnection, session_id: str, config: LosslessConfig, budget: int) -> int:
-    """Raw messages in the fresh tail lossless-claw would protect, reading only the end of a long context."""
-    size = 8 * config.fresh_tail_count + 256
-    while True:
-        boundary = await conn.scalar(_PAGE_START, {"sid": session_id, "n": size})
-        entries = await repo.load_context(conn, session_id, after=boundary)
-        view = [(e.message if e.item_type == "message" else None, e.token_count) for e in entries]
-        tail = fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
-        # A tail reaching the page's first item may reach further back: read a larger page.
-        if tail > 0 or boundary is None:
-            return sum(1 for e in entries[tail:] if e.item_type == "message")
-        size *= 4
-
-
-def _describe_lossless(plan: MigrationPlan, kept: int) -> None:
+def _describe_adoption(plan: MigrationPlan, kept: int) -> None:
     plan.kept_messages = kept
     plan.to_summarize_messages = plan.messages - kept
     plan.to_summarize_summaries = plan.summaries
     plan.action = (
         f"build the DAG: leaf-summarise {plan.to_summarize_messages} raw message(s) outside the fresh tail, "
         f"adopt {plan.summaries} summary(ies), keep {plan.kept_messages} recent message(s); rotate to a "
-        "lossless-claw session"
+        f"{plan.target} session"
     )
 
 
@@ -263,36 +222,34 @@ async def migrate_key(
     session_key: str,
     target: str,
     *,
-    lossless: LosslessConfig,
+    adopter: AdoptsContext | None,
     settings: CompactionSettings,
     summarizer: Summarizer,
     budget: int,
     batch: int = DEFAULT_BATCH,
-    progress: Callable[[BackfillProgress], None] | None = None,
+    progress: Callable[[AdoptionProgress], None] | None = None,
 ) -> MigrationResult:
     """Switch one key's active context to `target`'s projection, rotating its session.
 
     Raises:
-        ConfigError: `target` is not an engine migrate knows.
+        ConfigError: the target is not legacy and no adopting engine was given.
         NotFoundError: the key has no active session.
         CompactionError: the summary could not be written (nothing was changed).
     """
-    plan = await plan_migration(store, session_key, target, lossless=lossless, settings=settings, budget=budget)
+    plan = await plan_migration(store, session_key, target, adopter=adopter, settings=settings, budget=budget)
     if not plan.changes:
-        return MigrationResult(plan, migrated=False)
-    if plan.target == "lossless-claw":
-        done = await backfill_key(
-            store,
-            session_key,
-            config=lossless,
-            summarizer=summarizer,
-            budget=budget,
-            batch=batch,
-            reason=MIGRATION_REASON,
-            progress=progress,
+        return MigrationResult(plan=plan, migrated=False)
+    if adopter is not None:
+        done = await adopter.adopt_context(
+            session_key, budget=budget, batch=batch, reason=MIGRATION_REASON, progress=progress
         )
         return MigrationResult(
-            plan, True, done.successor_session_id, done.summaries_created, done.tokens_after, notes=done.notes
+            plan=plan,
+            migrated=True,
+            successor_session_id=done.successor_session_id,
+            summaries_created=done.summaries_created,
+            tokens_after=done.tokens_after,
+            notes=done.notes,
         )
     return await _to_legacy(store, plan, settings, summarizer, budget)
 
@@ -314,12 +271,18 @@ async def _to_legacy(
         custom_instructions=None,
         force=True,
         trigger=MIGRATION_REASON,
-        engine_id="legacy",
+        engine_id=LEGACY_ENGINE_ID,
         rotation_reason=MIGRATION_REASON,
     )
     if not result.ok or not result.compacted or result.result is None:
         raise CompactionError(f"migrating {plan.session_key!r} to legacy failed, nothing changed: {result.reason}")
-    return MigrationResult(plan, True, result.result.session_id, 1, result.result.tokens_after)
+    return MigrationResult(
+        plan=plan,
+        migrated=True,
+        successor_session_id=result.result.session_id,
+        summaries_created=1,
+        tokens_after=result.result.tokens_after,
+    )
 
 
 async def _rotate_as_is(store: Store, plan: MigrationPlan) -> MigrationResult:
@@ -334,4 +297,6 @@ async def _rotate_as_is(store: Store, plan: MigrationPlan) -> MigrationResult:
             assert ref is not None
             items.append((e.item_type, ref, e.token_count))
         successor = await repo.rotate_session(conn, session, items, reason=MIGRATION_REASON, engine_id=plan.target)
-    return MigrationResult(plan, True, successor.session_id, 0, sum(t for _, _, t in items))
+    return MigrationResult(
+        plan=plan, migrated=True, successor_session_id=successor.session_id, tokens_after=sum(t for _, _, t in items)
+    )

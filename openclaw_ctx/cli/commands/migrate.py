@@ -1,4 +1,8 @@
-"""Moving history between engines: `migrate` (legacy ⇄ lossless-claw) and `backfill` (bulk DAG building)."""
+"""Moving history between engines: `migrate` (legacy ⇄ lossless-claw) and `backfill` (bulk DAG building).
+
+The target engine comes through the registry and its adoption capability (`openclaw_ctx.ops.adopters`):
+with lossless-claw not installed, `migrate --to legacy` still works and the rest says it is not installed.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +16,14 @@ from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from engines.lossless.backfill import DEFAULT_BATCH, BackfillProgress, BackfillReport, backfill_key, pending_backfill
-from engines.lossless.config import LosslessConfig, resolve_config
-from engines.lossless.engine import DEFAULT_TOKEN_BUDGET
-from engines.lossless.ingest import ENGINE_ID as LOSSLESS
+from openclaw_ctx._ids import LEGACY_ENGINE_ID, LOSSLESS_ENGINE_ID
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
 from openclaw_ctx.config import CompactionSettings
+from openclaw_ctx.contract.adoption import AdoptionProgress, AdoptionReport, AdoptsContext
 from openclaw_ctx.errors import OpenClawCtxError, StoreError
+from openclaw_ctx.ops.adopters import adopter_for
 from openclaw_ctx.ops.migrate import (
-    ENGINES,
+    DEFAULT_BATCH,
     MigrationPlan,
     MigrationResult,
     current_engine,
@@ -45,18 +48,25 @@ def register(app: typer.Typer) -> None:
     app.command("backfill")(backfill)
 
 
+DEFAULT_BUDGET = 128_000
+"""The context window migrate and backfill shape the new projection for, unless --budget says otherwise."""
+
+
 @dataclass(frozen=True)
-class _Settings:
-    lossless: LosslessConfig
+class _Target:
+    """The engine a command moves keys to: None as the adopter means legacy (the built-in compaction)."""
+
+    engine_id: str
+    adopter: AdoptsContext | None
     compaction: CompactionSettings
-    budget: int
-    batch: int
 
 
-def _settings(state: CliState, budget: int, batch: int) -> _Settings:
+async def _target(state: CliState, store: Store, engine_id: str) -> _Target:
     config = state.config()
-    entry = config.entry(LOSSLESS)
-    return _Settings(resolve_config(entry.config if entry else None), config.agents.defaults.compaction, budget, batch)
+    adopter = None
+    if engine_id != LEGACY_ENGINE_ID:
+        adopter = await adopter_for(engine_id, store=store, config=config, summarizer=_summarizer())
+    return _Target(engine_id, adopter, config.agents.defaults.compaction)
 
 
 def _keys(key: str | None, all_keys: bool) -> None:
@@ -64,7 +74,7 @@ def _keys(key: str | None, all_keys: bool) -> None:
         raise typer.BadParameter("give exactly one of --key and --all")
 
 
-def _progress(enabled: bool) -> tuple[Progress, Callable[[BackfillProgress], None]]:
+def _progress(enabled: bool) -> tuple[Progress, Callable[[AdoptionProgress], None]]:
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -77,7 +87,7 @@ def _progress(enabled: bool) -> tuple[Progress, Callable[[BackfillProgress], Non
     )
     tasks: dict[str, TaskID] = {}
 
-    def update(event: BackfillProgress) -> None:
+    def update(event: AdoptionProgress) -> None:
         if event.session_key not in tasks:
             tasks[event.session_key] = progress.add_task(event.session_key, total=event.items_total, summaries=0)
         task = tasks[event.session_key]
@@ -89,20 +99,22 @@ def _progress(enabled: bool) -> tuple[Progress, Callable[[BackfillProgress], Non
 async def _each_key(
     state: CliState,
     key: str | None,
-    select: Callable[[Store], Awaitable[list[str]]],
-    work: Callable[[Store, str], Awaitable[T]],
+    engine_id: str,
+    select: Callable[[Store, _Target], Awaitable[list[str]]],
+    work: Callable[[Store, _Target, str], Awaitable[T]],
 ) -> tuple[list[T], list[str]]:
-    """Run `work(store, key)` for one key or every selected key; with --all a failing key is reported and skipped."""
+    """Run `work` for one key or every selected key; with --all a failing key is reported and skipped."""
     if not state.db.exists():
         raise StoreError(f"{state.db}: no database file")
     store = await open_store(state)
     try:
-        keys = [key] if key is not None else await select(store)
+        target = await _target(state, store, engine_id)
+        keys = [key] if key is not None else await select(store, target)
         done: list[T] = []
         failed: list[str] = []
         for k in keys:
             try:
-                done.append(await work(store, k))
+                done.append(await work(store, target, k))
             except OpenClawCtxError as exc:
                 if key is not None:
                     raise
@@ -117,11 +129,11 @@ async def _each_key(
 
 def migrate(
     ctx: typer.Context,
-    to: str = typer.Option(..., "--to", "-t", help=f"Target engine: {' or '.join(ENGINES)}."),
+    to: str = typer.Option(..., "--to", "-t", help="Target engine: legacy or lossless-claw."),
     key: str = typer.Option(None, "--key", "-k", help="Migrate this session key."),
     all_keys: bool = typer.Option(False, "--all", "-a", help="Migrate every session key with an active session."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Print what would change; write nothing."),
-    budget: int = typer.Option(DEFAULT_TOKEN_BUDGET, "--budget", "-b", min=1_000, help="Context window in tokens."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=1_000, help="Context window in tokens."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", min=1, help="Context items per batch (to lossless-claw)."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan or the result as JSON."),
 ) -> None:
@@ -133,22 +145,22 @@ def migrate(
     """  # noqa: E501
     _keys(key, all_keys)
     state = state_of(ctx)
-    settings = _settings(state, budget, batch)
-    if to not in ENGINES:
-        raise typer.BadParameter(f"--to must be one of {', '.join(ENGINES)}, got {to!r}")
+    if to not in (LEGACY_ENGINE_ID, LOSSLESS_ENGINE_ID):
+        raise typer.BadParameter(f"--to must be one of {LEGACY_ENGINE_ID}, {LOSSLESS_ENGINE_ID}, got {to!r}")
     progress, update = _progress(not as_json)
 
-    async def one(store: Store, k: str) -> MigrationPlan | MigrationResult:
+    async def every_key(store: Store, _target: _Target) -> list[str]:
+        return await keys_to_migrate(store)
+
+    async def one(store: Store, target: _Target, k: str) -> MigrationPlan | MigrationResult:
         if dry_run:
-            return await plan_migration(
-                store, k, to, lossless=settings.lossless, settings=settings.compaction, budget=budget
-            )
+            return await plan_migration(store, k, to, adopter=target.adopter, settings=target.compaction, budget=budget)
         return await migrate_key(
             store,
             k,
             to,
-            lossless=settings.lossless,
-            settings=settings.compaction,
+            adopter=target.adopter,
+            settings=target.compaction,
             summarizer=_summarizer(),
             budget=budget,
             batch=batch,
@@ -156,7 +168,7 @@ def migrate(
         )
 
     with progress:
-        done, failed = run(_each_key(state, key, keys_to_migrate, one))
+        done, failed = run(_each_key(state, key, to, every_key, one))
     if as_json:
         print(json.dumps({"dryRun": dry_run, "keys": [d.to_json() for d in done], "failed": failed}, indent=2))
     else:
@@ -207,14 +219,16 @@ def _print_migration(done: list[MigrationPlan | MigrationResult], dry_run: bool,
 # --- backfill --------------------------------------------------------------------------------------
 
 
-async def _backfill_keys(store: Store) -> list[str]:
+async def _backfill_keys(store: Store, target: _Target) -> list[str]:
     """Keys not yet on lossless-claw, and keys whose backfill was interrupted."""
+    assert target.adopter is not None
     out = []
     for k in await keys_to_migrate(store):
         async with store.read() as conn:
             session = await repo.active_session(conn, k)
-            pending = await pending_backfill(conn, k)
-        if session is not None and (current_engine(session) != LOSSLESS or pending is not None):
+        if session is not None and (
+            current_engine(session) != target.engine_id or await target.adopter.adoption_pending(k)
+        ):
             out.append(k)
     return out
 
@@ -225,7 +239,7 @@ def backfill(
     all_keys: bool = typer.Option(
         False, "--all", "-a", help="Every key not yet on lossless-claw, and every interrupted backfill."
     ),
-    budget: int = typer.Option(DEFAULT_TOKEN_BUDGET, "--budget", "-b", min=1_000, help="Context window in tokens."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=1_000, help="Context window in tokens."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", min=1, help="Context items read and summarised per batch."),
     stop_after: int = typer.Option(
         None, "--stop-after", min=1, help="Stop after this many batches (run again to resume)."
@@ -240,29 +254,22 @@ def backfill(
     """  # noqa: E501
     _keys(key, all_keys)
     state = state_of(ctx)
-    settings = _settings(state, budget, batch)
     progress, update = _progress(not as_json)
 
-    async def one(store: Store, k: str) -> BackfillReport:
-        return await backfill_key(
-            store,
-            k,
-            config=settings.lossless,
-            summarizer=_summarizer(),
-            budget=budget,
-            batch=batch,
-            stop_after=stop_after,
-            progress=update,
+    async def one(store: Store, target: _Target, k: str) -> AdoptionReport:
+        assert target.adopter is not None
+        return await target.adopter.adopt_context(
+            k, budget=budget, batch=batch, reason="backfill", stop_after=stop_after, progress=update
         )
 
     try:
         with progress:
-            done, failed = run(_each_key(state, key, _backfill_keys, one))
+            done, failed = run(_each_key(state, key, LOSSLESS_ENGINE_ID, _backfill_keys, one))
     except KeyboardInterrupt:
         err_console.print("interrupted: every finished batch is committed; run the same command to resume")
         raise typer.Exit(130) from None
     if as_json:
-        print(json.dumps({"keys": [d.to_json() for d in done], "failed": failed}, indent=2))
+        print(json.dumps({"keys": [d.model_dump(by_alias=True) for d in done], "failed": failed}, indent=2))
     else:
         console.print(_backfill_table(done))
     for line in failed:
@@ -273,7 +280,7 @@ def backfill(
         raise typer.Exit(EXIT_UNFINISHED)
 
 
-def _backfill_table(done: list[BackfillReport]) -> Table:
+def _backfill_table(done: list[AdoptionReport]) -> Table:
     table = Table(title="backfill", box=box.SIMPLE_HEAD)
     table.add_column("session key", overflow="fold")
     for column in ("items", "batches", "summaries", "depth", "tokens"):

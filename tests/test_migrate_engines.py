@@ -23,10 +23,13 @@ from typer.testing import CliRunner, Result
 import openclaw_ctx.cli.app as cli
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx.config import OpenClawConfig
+from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
 from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent
+from openclaw_ctx.ops.adopters import adopter_for
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize import default_summarizer
 
 EXAMPLE_KEY = "file:9b2f64d1-5c3e-4a8f-b7d2-1e0c9a6f3b58"
 MAIN_KEY = "agent:main:main"
@@ -230,12 +233,7 @@ def test_a_migrated_key_keeps_running_on_its_new_engine(db_path: Path) -> None:
     assert numbers == list(range(1, 49))
 
 
-async def test_an_engine_that_is_not_installed_is_named_as_such(store: "Store") -> None:
-    from openclaw_ctx.config import OpenClawConfig
-    from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
-    from openclaw_ctx.ops.adopters import adopter_for
-    from openclaw_ctx.summarize import default_summarizer
-
+async def test_an_engine_that_is_not_installed_is_named_as_such(store: Store) -> None:
     config, summarizer = OpenClawConfig(), default_summarizer()
     with pytest.raises(EngineNotFoundError, match=r"no-such-engine is not installed; installed engines: .*legacy"):
         await adopter_for("no-such-engine", store=store, config=config, summarizer=summarizer)

@@ -236,6 +236,22 @@ async def migrate_key(
         NotFoundError: the key has no active session.
         CompactionError: the summary could not be written (nothing was changed).
     """
+    # The key's lock holds off turns of other processes from planning to the rotation.
+    async with store.locks.key(session_key):
+        return await _migrate_locked(store, session_key, target, adopter, settings, summarizer, budget, batch, progress)
+
+
+async def _migrate_locked(
+    store: Store,
+    session_key: str,
+    target: str,
+    adopter: AdoptsContext | None,
+    settings: CompactionSettings,
+    summarizer: Summarizer,
+    budget: int,
+    batch: int,
+    progress: Callable[[AdoptionProgress], None] | None,
+) -> MigrationResult:
     plan = await plan_migration(store, session_key, target, adopter=adopter, settings=settings, budget=budget)
     if not plan.changes:
         return MigrationResult(plan=plan, migrated=False)

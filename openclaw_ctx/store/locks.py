@@ -10,6 +10,8 @@ once instead of failing with "database is locked".
 
 Waiting polls with a non-blocking ``flock`` and ``asyncio.sleep``, so a cancelled waiter holds nothing.
 A process that dies releases its locks with its file descriptors: a crash never leaves a key locked.
+The locks are not re-entrant (a second hold of the same key, even in the same process, waits for the
+first): take them at the outermost entry point only (a turn, `migrate_key`, an import of a key).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from openclaw_ctx.contract import (
     SubagentSpawnPreparation,
     supports_after_turn,
     supports_bootstrap,
+    supports_deferred_compaction,
     supports_dispose,
     supports_ingest_batch,
     supports_spawning_tools,
@@ -38,6 +39,7 @@ from openclaw_ctx.contract import (
     supports_tools,
 )
 from openclaw_ctx.contract.model import ToolSpec
+from openclaw_ctx.host.scheduler import Drain, drain_deferred
 from openclaw_ctx.messages import AgentMessage, UserMessage, flatten_text
 from openclaw_ctx.registry import is_quarantined
 from openclaw_ctx.store import repo
@@ -120,46 +122,36 @@ class EngineHooks:
         is_heartbeat: bool,
     ) -> None:
         """``afterTurn``, or ``ingestBatch``, or ``ingest`` one by one; a failure never loses the stored turn."""
-        try:
-            await self._finalize(session, history, new_messages, is_heartbeat)
-        except Exception as exc:
-            log.warning("context engine turn finalization failed for %s: %s", session.session_key, exc)
-
-    async def _finalize(
-        self,
-        session: repo.SessionRow,
-        history: list[AgentMessage],
-        new_messages: list[AgentMessage],
-        is_heartbeat: bool,
-    ) -> None:
         engine = self._engine
         session_id, session_key = session.session_id, session.session_key
-        if supports_after_turn(engine):
-            await engine.after_turn(
-                AfterTurnParams(
-                    session_id=session_id,
-                    session_key=session_key,
-                    session_file=session.session_file,
-                    messages=[*history, *new_messages],
-                    pre_prompt_message_count=len(history),
-                    is_heartbeat=is_heartbeat,
-                    token_budget=self._runtime.prompt_budget,
-                    runtime_settings=self._runtime.runtime_settings(),
-                )
-            )
-        elif supports_ingest_batch(engine):
-            await engine.ingest_batch(
-                IngestBatchParams(
-                    session_id=session_id, session_key=session_key, messages=new_messages, is_heartbeat=is_heartbeat
-                )
-            )
-        else:
-            for message in new_messages:
-                await engine.ingest(
-                    IngestParams(
-                        session_id=session_id, session_key=session_key, message=message, is_heartbeat=is_heartbeat
+        try:
+            if supports_after_turn(engine):
+                await engine.after_turn(
+                    AfterTurnParams(
+                        session_id=session_id,
+                        session_key=session_key,
+                        session_file=session.session_file,
+                        messages=[*history, *new_messages],
+                        pre_prompt_message_count=len(history),
+                        is_heartbeat=is_heartbeat,
+                        token_budget=self._runtime.prompt_budget,
+                        runtime_settings=self._runtime.runtime_settings(),
                     )
                 )
+            elif supports_ingest_batch(engine):
+                await engine.ingest_batch(
+                    IngestBatchParams(
+                        session_id=session_id, session_key=session_key, messages=new_messages, is_heartbeat=is_heartbeat
+                    )
+                )
+            else:
+                for message in new_messages:
+                    params = IngestParams(
+                        session_id=session_id, session_key=session_key, message=message, is_heartbeat=is_heartbeat
+                    )
+                    await engine.ingest(params)
+        except Exception as exc:
+            log.warning("context engine turn finalization failed for %s: %s", session_key, exc)
 
     async def compact(
         self,
@@ -214,6 +206,21 @@ class EngineHooks:
         if self._runtime.owns_compaction:
             params["runtime_settings"] = self._runtime.runtime_settings()
         return CompactParams(**params)
+
+    def deferred_compaction(self, key: str, turn_number: int | None) -> Drain | None:
+        """An owning engine's compaction debt, to pay in the background after the reply (#313: 3.5–29 s a pass)."""
+        engine = self._engine
+        if not supports_deferred_compaction(engine) or is_quarantined(engine):
+            return None
+        sessions = self._runtime.sessions
+
+        async def compacted() -> None:
+            # The turn whose debt this was is the one that compacted (its `turns` row says so).
+            if turn_number is not None:
+                await sessions.mark_compacted(key, turn_number)
+
+        timeout = self._runtime.compaction_timeout_s
+        return lambda: drain_deferred(key, engine.drain_debt, timeout_s=timeout, on_compacted=compacted)
 
     def tools(self, session_key: str, spawn: SpawnCallback) -> list[ToolSpec]:
         """The engine's own tools for the session (none once it is quarantined, or if they fail)."""

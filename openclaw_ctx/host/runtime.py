@@ -29,20 +29,19 @@ from openclaw_ctx.contract import (
     ContextEngine,
     EngineContext,
     SubagentEndReason,
-    supports_deferred_compaction,
 )
 from openclaw_ctx.contract.host import EMBEDDED_HOST, HostInfo, assert_host_support
 from openclaw_ctx.contract.model import Model, ToolExecutor, ToolSpec
 from openclaw_ctx.contract.settings import RuntimeSettings, build_runtime_settings
 from openclaw_ctx.host import turn
 from openclaw_ctx.host.hooks import EngineHooks
-from openclaw_ctx.host.scheduler import Drain, KeyScheduler, drain_deferred
+from openclaw_ctx.host.scheduler import Drain, KeyScheduler
 from openclaw_ctx.host.sessions import EntryIds, Sessions, new_entry_id
 from openclaw_ctx.host.subagents import Subagents
 from openclaw_ctx.host.tools import ToolLoop
 from openclaw_ctx.host.turn import OVERFLOW_MESSAGE, TurnResult
 from openclaw_ctx.messages import UserMessage
-from openclaw_ctx.registry import ResolvedEngine, is_quarantined, resolve_context_engine
+from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
@@ -182,28 +181,13 @@ class Runtime:
         result: TurnResult | None = None
 
         def deferred() -> Drain | None:
-            return self._deferred_compaction(session_key, result.turn_number if result else None)
+            return self.hooks.deferred_compaction(session_key, result.turn_number if result else None)
 
         # The key's lock passes to the deferred compaction, which releases it when done: the next
         # turn on the key (or /compact, /new) waits for it, the reply does not.
         async with self.scheduler.turn(session_key, hand_over=deferred):
             result = await turn.run(self, session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
         return result
-
-    def _deferred_compaction(self, key: str, turn_number: int | None) -> Drain | None:
-        """An owning engine's compaction debt, to pay in the background after the reply (#313: 3.5–29 s a pass)."""
-        engine = self.engine
-        if not supports_deferred_compaction(engine) or is_quarantined(engine):
-            return None
-
-        async def compacted() -> None:
-            # The turn whose debt this was is the one that compacted (its `turns` row says so).
-            if turn_number is not None:
-                await self.sessions.mark_compacted(key, turn_number)
-
-        return lambda: drain_deferred(
-            key, engine.drain_debt, timeout_s=self.compaction_timeout_s, on_compacted=compacted
-        )
 
     async def settle(self, session_key: str | None = None) -> list[CompactResult]:
         """Wait for the background maintenance (deferred compaction) of one key, or of every key.
@@ -215,16 +199,6 @@ class Runtime:
             What the finished drains did (those that had a debt to pay).
         """
         return await self.scheduler.settle(session_key)
-
-    async def auto_compact(self, key: str) -> CompactResult | None:
-        """The built-in auto-compaction for engines that do not own compaction (None when not due)."""
-        if self.owns_compaction or not self.settings.enabled:
-            return None
-        session = await self.sessions.active(key)
-        tokens = await self.sessions.context_tokens(session)
-        if tokens <= self.context_window - self.settings.effective_reserve():
-            return None
-        return await self.hooks.compact(session, trigger="budget", target="budget", force=False, current=tokens)
 
     async def compact(
         self, session_key: str, *, instructions: str | None = None, target: str = "threshold"

@@ -120,7 +120,7 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
     stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in)
     number = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
     await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, is_heartbeat)
-    auto = await runtime.auto_compact(key)
+    auto = await _auto_compact(runtime, key)
     if auto is not None:
         turn.compactions.append(auto)
     persisted_in = session.session_id
@@ -200,6 +200,17 @@ def _precheck(runtime: Runtime, attempt: _Attempt) -> None:
     )
     if result.route != "fits":
         raise ContextOverflowError("Context overflow: prompt too large for the model (precheck).")
+
+
+async def _auto_compact(runtime: Runtime, key: str) -> CompactResult | None:
+    """The built-in auto-compaction for engines that do not own compaction (None when not due)."""
+    if runtime.owns_compaction or not runtime.settings.enabled:
+        return None
+    session = await runtime.sessions.active(key)
+    tokens = await runtime.sessions.context_tokens(session)
+    if tokens <= runtime.context_window - runtime.settings.effective_reserve():
+        return None
+    return await runtime.hooks.compact(session, trigger="budget", target="budget", force=False, current=tokens)
 
 
 async def _persist_failed(runtime: Runtime, turn: Turn, estimate: int) -> None:

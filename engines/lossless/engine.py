@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -135,6 +135,9 @@ async def plan_items(
 
 class LosslessContextEngine(ContextAdoption):
     """Lossless Context Management: a DAG of summaries over an immutable message store."""
+
+    tools_accept_spawn: ClassVar[bool] = True
+    """`tools()` takes the host's `spawn` callback (lcm_expand_query runs its sub-agent through the host)."""
 
     def __init__(self, ctx: EngineContext) -> None:
         self.config: LosslessConfig = resolve_config(ctx.config)

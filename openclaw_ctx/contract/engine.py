@@ -1,23 +1,38 @@
-"""The ContextEngine contract: its Protocol, engine info, and every parameter and result object.
+"""The ContextEngine contract: the required Protocol, one Protocol per optional capability, and their checks.
 
-Parameter and result objects mirror OpenClaw's TypeScript param bags. Python code uses snake_case
-fields; ``model_dump(by_alias=True)`` gives the camelCase JSON shape. Which keys a caller actually set
-matters (a strict engine may reject keys the host added), so it is tracked by pydantic's
-``model_fields_set`` and :func:`without_keys` rebuilds a params object with some keys removed.
+An engine implements the required surface (:class:`ContextEngine`) and any optional capability it
+wants; the host asks ``supports_after_turn(engine)`` and friends, never an attribute by name. As in
+OpenClaw, a hook is present when the engine has it as a callable; the one capability that cannot be
+seen from a method's presence, engine tools that take the host's ``spawn`` callback, is declared with
+``tools_accept_spawn = True`` on the engine class.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
-from pydantic.alias_generators import to_camel
-
-from openclaw_ctx.errors import AbortError
-from openclaw_ctx.messages import AgentMessage, parse_message, to_wire
+from openclaw_ctx.contract.hooks import OPTIONAL_HOOKS, hook
+from openclaw_ctx.contract.model import ToolSpec
+from openclaw_ctx.contract.params import (
+    AfterTurnParams,
+    AssembleParams,
+    AssembleResult,
+    BootstrapParams,
+    BootstrapResult,
+    CompactParams,
+    CompactResult,
+    EngineInfo,
+    IngestBatchParams,
+    IngestBatchResult,
+    IngestParams,
+    IngestResult,
+    MaintainParams,
+    PrepareSubagentSpawnParams,
+    SubagentEndedParams,
+    SubagentSpawnPreparation,
+)
 
 if TYPE_CHECKING:
     from openclaw_ctx.config import OpenClawConfig
@@ -25,338 +40,33 @@ if TYPE_CHECKING:
     from openclaw_ctx.summarize.base import Summarizer
 
 __all__ = [
-    "AbortSignal",
-    "AfterTurnParams",
-    "AssembleParams",
-    "AssembleResult",
-    "BootstrapParams",
-    "BootstrapResult",
-    "CompactParams",
-    "CompactResult",
-    "CompactResultDetail",
+    "AfterTurnCapable",
+    "BootstrapCapable",
     "ContextEngine",
-    "ContextProjection",
+    "DeferredCompactionCapable",
+    "DelegationTask",
+    "DisposeCapable",
     "EngineContext",
     "EngineFactory",
-    "EngineInfo",
-    "HostCapability",
-    "HostRequirements",
-    "IngestBatchParams",
-    "IngestBatchResult",
-    "IngestParams",
-    "IngestResult",
-    "MessageList",
-    "Operation",
-    "PrepareSubagentSpawnParams",
-    "PromptAuthority",
-    "SubagentEndReason",
-    "SubagentEndedParams",
-    "SubagentSpawnPreparation",
+    "IngestBatchCapable",
+    "MaintainCapable",
+    "SpawnCallback",
+    "SpawningToolsCapable",
+    "SubagentEndedCapable",
+    "SubagentSpawnCapable",
+    "ToolsCapable",
     "supports",
-    "without_keys",
+    "supports_after_turn",
+    "supports_bootstrap",
+    "supports_deferred_compaction",
+    "supports_dispose",
+    "supports_ingest_batch",
+    "supports_maintain",
+    "supports_spawning_tools",
+    "supports_subagent_ended",
+    "supports_subagent_spawn",
+    "supports_tools",
 ]
-
-Operation = Literal["agent-run", "manual-compact", "subagent-spawn"]
-HostCapability = Literal[
-    "bootstrap",
-    "assemble-before-prompt",
-    "after-turn",
-    "maintain",
-    "compact",
-    "runtime-llm-complete",
-    "thread-bootstrap-projection",
-    "reference-context",
-]
-PromptAuthority = Literal["assembled", "preassembly_may_overflow"]
-SubagentEndReason = Literal["deleted", "completed", "swept", "released"]
-CompactionTarget = Literal["budget", "threshold"]
-
-
-def _message_list(value: Any) -> list[AgentMessage]:
-    # Keep the caller's list object when it already holds messages: legacy assemble must hand back
-    # the very list it was given, and pydantic's list validation would copy it.
-    if isinstance(value, list) and all(hasattr(m, "role") and hasattr(m, "model_fields_set") for m in value):
-        return value
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [parse_message(m, where=f"messages[{i}]") for i, m in enumerate(value)]
-    raise ValueError(f"expected a list of messages, got {type(value).__name__}")
-
-
-def _dump_messages(value: list[AgentMessage]) -> list[dict[str, Any]]:
-    return [to_wire(m) for m in value]
-
-
-MessageList = Annotated[
-    list[AgentMessage],
-    PlainValidator(_message_list, json_schema_input_type=list[dict[str, Any]]),
-    # Serialise as OpenClaw's wire JSON (the union's own serializer cannot see through PlainValidator).
-    PlainSerializer(_dump_messages, return_type=list[dict[str, Any]]),
-]
-
-
-class AbortSignal:
-    """A cancellation flag an engine should honour in long operations (AbortSignal in TypeScript)."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-        self.reason: BaseException | None = None
-
-    @property
-    def aborted(self) -> bool:
-        """True once :meth:`abort` was called."""
-        return self._event.is_set()
-
-    def abort(self, reason: BaseException | str | None = None) -> None:
-        """Mark the signal aborted, recording why."""
-        if isinstance(reason, BaseException):
-            self.reason = reason
-        else:
-            self.reason = AbortError(reason or "operation aborted")
-        self._event.set()
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort reason if the signal is aborted."""
-        if self.aborted:
-            raise self.reason or AbortError("operation aborted")
-
-    async def wait(self) -> None:
-        """Return once the signal is aborted."""
-        await self._event.wait()
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="forbid",
-        arbitrary_types_allowed=True,
-    )
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="allow",
-        arbitrary_types_allowed=True,
-    )
-
-
-P = TypeVar("P", bound=BaseModel)
-
-
-def without_keys(params: P, keys: set[str]) -> P:
-    """A copy of `params` built only from the fields that were set, minus `keys` (snake_case names)."""
-    data = {k: getattr(params, k) for k in params.model_fields_set if k not in keys}
-    return type(params)(**data)
-
-
-# --- info and host requirements -------------------------------------------------------------
-
-
-class HostRequirements(_Result):
-    """Capabilities an operation needs from the host; unmet ones fail the run closed."""
-
-    required_capabilities: list[HostCapability]
-    unsupported_message: str | None = None
-
-
-class EngineInfo(_Result):
-    """What an engine says about itself."""
-
-    id: str
-    """Engine id; may differ from the id it was registered under (OpenClaw #66601)."""
-    name: str
-    version: str | None = None
-    owns_compaction: bool | None = None
-    """True: the host disables its own auto-compaction and pre-prompt precheck for this engine."""
-    turn_maintenance_mode: Literal["foreground", "background"] | None = None
-    host_requirements: dict[Operation, HostRequirements] | None = None
-
-
-# --- ingest / bootstrap ---------------------------------------------------------------------
-
-
-class IngestParams(_Params):
-    """One new message for a session."""
-
-    session_id: str
-    session_key: str | None = None
-    message: AgentMessage
-    is_heartbeat: bool = False
-    entry_id: str | None = None
-    """Transcript entry id of the message, the idempotency key (never a content hash)."""
-
-
-class IngestResult(_Result):
-    """`ingested` is False for a duplicate or a no-op."""
-
-    ingested: bool
-
-
-class IngestBatchParams(_Params):
-    """A completed turn's messages, ingested together once after the run."""
-
-    session_id: str
-    session_key: str | None = None
-    messages: MessageList
-    is_heartbeat: bool = False
-    entry_ids: list[str | None] | None = None
-
-
-class IngestBatchResult(_Result):
-    """How many of the batch's messages were new."""
-
-    ingested_count: int
-
-
-class BootstrapParams(_Params):
-    """Sent the first time an engine sees a session."""
-
-    session_id: str
-    session_key: str | None = None
-    session_file: str | None = None
-    runtime_settings: Any = None
-    runtime_context: dict[str, Any] | None = None
-
-
-class BootstrapResult(_Result):
-    """Whether the engine initialised state for the session."""
-
-    bootstrapped: bool
-    imported_messages: int | None = None
-    reason: str | None = None
-
-
-# --- assemble -------------------------------------------------------------------------------
-
-
-class AssembleParams(_Params):
-    """Input of the pre-prompt assembly."""
-
-    session_id: str
-    session_key: str | None = None
-    messages: MessageList
-    """The pipeline's messages for this run (the session's current context)."""
-    token_budget: int | None = None
-    available_tools: frozenset[str] | None = None
-    citations_mode: Literal["auto", "on", "off"] | None = None
-    model: str | None = None
-    prompt: str | None = None
-    runtime_settings: Any = None
-
-
-class ContextProjection(_Result):
-    """Projection hints for persistent-thread backends."""
-
-    mode: Literal["per_turn", "thread_bootstrap"]
-    epoch: str | None = None
-    fingerprint: str | None = None
-
-
-class AssembleResult(_Result):
-    """What the model sees."""
-
-    messages: MessageList
-    estimated_tokens: int = Field(ge=0)
-    """The engine's estimate of the assembled context; 0 means 'host, estimate it yourself'."""
-    system_prompt_addition: str | None = None
-    prompt_authority: PromptAuthority = "assembled"
-    context_projection: ContextProjection | None = None
-
-
-# --- compact --------------------------------------------------------------------------------
-
-
-class CompactParams(_Params):
-    """A compaction request (/compact, overflow recovery, budget or threshold compaction)."""
-
-    session_id: str
-    session_key: str | None = None
-    session_file: str | None = None
-    token_budget: int | None = None
-    force: bool = False
-    force_reason: Literal["manual", "preflight_required"] | None = None
-    current_token_count: int | None = None
-    compaction_target: CompactionTarget | None = None
-    custom_instructions: str | None = None
-    runtime_settings: Any = None
-    runtime_context: dict[str, Any] | None = None
-    abort_signal: AbortSignal | None = None
-
-
-class CompactResultDetail(_Result):
-    """What a compaction did; `session_id`/`session_file` name the successor after rotation."""
-
-    summary: str | None = None
-    first_kept_entry_id: str | None = None
-    tokens_before: int
-    tokens_after: int | None = None
-    details: Any = None
-    session_id: str | None = None
-    session_file: str | None = None
-
-
-class CompactResult(_Result):
-    """`ok` false = failed; `compacted` false = nothing done (with `reason`)."""
-
-    ok: bool
-    compacted: bool
-    reason: str | None = None
-    result: CompactResultDetail | None = None
-
-
-# --- afterTurn and sub-agents ---------------------------------------------------------------
-
-
-class AfterTurnParams(_Params):
-    """Sent after a run, with the whole message snapshot of the turn."""
-
-    session_id: str
-    session_key: str | None = None
-    session_file: str | None = None
-    messages: MessageList
-    pre_prompt_message_count: int = Field(ge=0)
-    auto_compaction_summary: str | None = None
-    is_heartbeat: bool = False
-    token_budget: int | None = None
-    runtime_settings: Any = None
-    runtime_context: dict[str, Any] | None = None
-
-
-class PrepareSubagentSpawnParams(_Params):
-    """Sent before a child run starts."""
-
-    parent_session_key: str
-    child_session_key: str
-    context_mode: Literal["isolated", "fork"] | None = None
-    parent_session_id: str | None = None
-    parent_session_file: str | None = None
-    child_session_id: str | None = None
-    child_session_file: str | None = None
-    ttl_ms: int | None = None
-
-
-class SubagentSpawnPreparation:
-    """Returned by prepare_subagent_spawn; the host calls `rollback` if the spawn then fails."""
-
-    def __init__(self, rollback: Callable[[], Awaitable[None] | None]) -> None:
-        self._rollback = rollback
-
-    async def rollback(self) -> None:
-        """Undo the preparation."""
-        result = self._rollback()
-        if result is not None:
-            await result
-
-
-class SubagentEndedParams(_Params):
-    """Sent when a sub-agent session completes or is cleaned up."""
-
-    child_session_key: str
-    reason: SubagentEndReason
 
 
 # --- factories ------------------------------------------------------------------------------
@@ -384,12 +94,12 @@ EngineFactory = Callable[..., "ContextEngine | Awaitable[ContextEngine]"]
 """`(ctx: EngineContext) -> engine` (sync or async); a factory taking no argument is fine too."""
 
 
-# --- the protocol ---------------------------------------------------------------------------
+# --- the required surface -------------------------------------------------------------------
 
 
 @runtime_checkable
 class ContextEngine(Protocol):
-    """The required surface; optional hooks are detected with :func:`supports`."""
+    """The required surface; optional capabilities are the protocols below."""
 
     @property
     def info(self) -> EngineInfo:
@@ -409,18 +119,195 @@ class ContextEngine(Protocol):
         ...
 
 
-OPTIONAL_HOOKS = (
-    "bootstrap",
-    "ingest_batch",
-    "after_turn",
-    "prepare_subagent_spawn",
-    "on_subagent_ended",
-    "dispose",
-)
+# --- optional lifecycle hooks ---------------------------------------------------------------
 
 
-def supports(engine: object, hook: str) -> TypeGuard[Any]:
-    """True when `engine` implements the optional lifecycle hook `hook` (snake_case name)."""
-    if hook not in OPTIONAL_HOOKS:
-        raise ValueError(f"unknown optional hook {hook!r}; known: {', '.join(OPTIONAL_HOOKS)}")
-    return callable(getattr(engine, hook, None))
+class BootstrapCapable(Protocol):
+    """Initialises state the first time it sees a session."""
+
+    async def bootstrap(self, params: BootstrapParams) -> BootstrapResult:
+        """Import or initialise the session's state."""
+        ...
+
+
+class IngestBatchCapable(Protocol):
+    """Ingests a completed turn's messages in one call."""
+
+    async def ingest_batch(self, params: IngestBatchParams) -> IngestBatchResult:
+        """Store the turn's new messages."""
+        ...
+
+
+class AfterTurnCapable(Protocol):
+    """Sees the whole message snapshot after each run (instead of ingest)."""
+
+    async def after_turn(self, params: AfterTurnParams) -> None:
+        """Finalise the turn."""
+        ...
+
+
+class MaintainCapable(Protocol):
+    """Maintains its transcript (after bootstrap, a turn or a compaction)."""
+
+    async def maintain(self, params: MaintainParams) -> dict[str, Any]:
+        """``{changed, bytesFreed, rewrittenEntries, reason}``."""
+        ...
+
+
+class SubagentSpawnCapable(Protocol):
+    """Prepares its state for a child run."""
+
+    async def prepare_subagent_spawn(self, params: PrepareSubagentSpawnParams) -> SubagentSpawnPreparation | None:
+        """Prepare the child; the returned preparation is rolled back if the spawn fails."""
+        ...
+
+
+class SubagentEndedCapable(Protocol):
+    """Is told when a sub-agent session ends."""
+
+    async def on_subagent_ended(self, params: SubagentEndedParams) -> None:
+        """Release what was prepared for the child."""
+        ...
+
+
+class DisposeCapable(Protocol):
+    """Holds resources to release when the host is done with it."""
+
+    async def dispose(self) -> None:
+        """Release them (the Store is the host's, not the engine's)."""
+        ...
+
+
+# --- capabilities beyond OpenClaw's hooks ---------------------------------------------------
+
+
+class DelegationTask(Protocol):
+    """What an engine asks the host to run as a sub-agent: which parent, which child key, which prompt."""
+
+    @property
+    def parent_session_key(self) -> str:
+        """The delegating session."""
+        ...
+
+    @property
+    def child_session_key(self) -> str:
+        """The child's own, fresh session key."""
+        ...
+
+    @property
+    def prompt(self) -> str:
+        """The child's one prompt."""
+        ...
+
+
+SpawnCallback = Callable[[DelegationTask], Awaitable[str]]
+"""Runs a delegated task as a sub-agent through the host and returns the child's final reply."""
+
+
+class ToolsCapable(Protocol):
+    """Offers its own agent tools (lossless-claw's recall tools) beside the host's."""
+
+    def tools(self, session_key: str) -> list[ToolSpec]:
+        """The engine's tools for one session."""
+        ...
+
+
+class SpawningToolsCapable(Protocol):
+    """Offers tools that delegate to sub-agents through the host's `spawn` callback."""
+
+    tools_accept_spawn: ClassVar[bool]
+    """Declared ``True`` by the engine class: :meth:`tools` takes ``spawn=``."""
+
+    def tools(self, session_key: str, *, spawn: SpawnCallback | None = None) -> list[ToolSpec]:
+        """The engine's tools for one session; `spawn` runs a sub-agent through the host."""
+        ...
+
+
+class DeferredCompactionCapable(Protocol):
+    """Records compaction debt during a turn and pays it later, after the reply."""
+
+    async def drain_debt(self, session_key: str) -> CompactResult | None:
+        """Pay the key's debt now; None when there was none."""
+        ...
+
+
+# --- the checks -----------------------------------------------------------------------------
+
+
+def _has(engine: object, name: str) -> bool:
+    return callable(getattr(engine, name, None))
+
+
+def supports_bootstrap(engine: object) -> TypeGuard[BootstrapCapable]:
+    """True when `engine` has ``bootstrap``."""
+    return _has(engine, "bootstrap")
+
+
+def supports_ingest_batch(engine: object) -> TypeGuard[IngestBatchCapable]:
+    """True when `engine` has ``ingest_batch``."""
+    return _has(engine, "ingest_batch")
+
+
+def supports_after_turn(engine: object) -> TypeGuard[AfterTurnCapable]:
+    """True when `engine` has ``after_turn``."""
+    return _has(engine, "after_turn")
+
+
+def supports_maintain(engine: object) -> TypeGuard[MaintainCapable]:
+    """True when `engine` has ``maintain``."""
+    return _has(engine, "maintain")
+
+
+def supports_subagent_spawn(engine: object) -> TypeGuard[SubagentSpawnCapable]:
+    """True when `engine` has ``prepare_subagent_spawn``."""
+    return _has(engine, "prepare_subagent_spawn")
+
+
+def supports_subagent_ended(engine: object) -> TypeGuard[SubagentEndedCapable]:
+    """True when `engine` has ``on_subagent_ended``."""
+    return _has(engine, "on_subagent_ended")
+
+
+def supports_dispose(engine: object) -> TypeGuard[DisposeCapable]:
+    """True when `engine` has ``dispose``."""
+    return _has(engine, "dispose")
+
+
+def supports_tools(engine: object) -> TypeGuard[ToolsCapable]:
+    """True when `engine` offers tools of its own."""
+    return _has(engine, "tools")
+
+
+def supports_spawning_tools(engine: object) -> TypeGuard[SpawningToolsCapable]:
+    """True when `engine`'s tools take the host's ``spawn`` callback (declared, never sniffed)."""
+    return _has(engine, "tools") and getattr(engine, "tools_accept_spawn", False) is True
+
+
+def supports_deferred_compaction(engine: object) -> TypeGuard[DeferredCompactionCapable]:
+    """True when `engine` pays compaction debt after the reply (``drain_debt``)."""
+    return _has(engine, "drain_debt")
+
+
+_CHECKS: dict[str, Callable[[object], bool]] = {
+    "bootstrap": supports_bootstrap,
+    "ingest_batch": supports_ingest_batch,
+    "after_turn": supports_after_turn,
+    "maintain": supports_maintain,
+    "prepare_subagent_spawn": supports_subagent_spawn,
+    "on_subagent_ended": supports_subagent_ended,
+    "dispose": supports_dispose,
+}
+"""The check of each optional hook of the table (a test keeps the two in step)."""
+
+
+def supports(engine: object, name: str) -> TypeGuard[Any]:
+    """True when `engine` implements the optional lifecycle hook `name` (snake_case).
+
+    Kept for callers that name a hook; typed code uses the ``supports_<hook>`` check of the capability.
+
+    Raises:
+        ValueError: `name` is not an optional hook of the table.
+    """
+    if hook(name).required:
+        raise ValueError(f"{name!r} is a required hook; known optional: {', '.join(OPTIONAL_HOOKS)}")
+    return _CHECKS[name](engine)

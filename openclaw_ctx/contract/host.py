@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from openclaw_ctx.contract.engine import EngineInfo, HostCapability, Operation
+from openclaw_ctx.contract.hooks import HOOKS
+from openclaw_ctx.contract.params import EngineInfo, HostCapability, Operation
 from openclaw_ctx.errors import HostRequirementError
 
 __all__ = [
+    "CAPABILITY_ORDER",
     "CODEX_HOST",
     "EMBEDDED_HOST",
+    "HOOK_CAPABILITIES",
     "HostInfo",
     "HostSupport",
     "assert_host_support",
@@ -29,8 +32,7 @@ __all__ = [
     "format_host_requirement_error",
 ]
 
-# Canonical order, so that messages list capabilities the same way every time.
-_CAPABILITY_ORDER: tuple[HostCapability, ...] = (
+CAPABILITY_ORDER: tuple[HostCapability, ...] = (
     "bootstrap",
     "assemble-before-prompt",
     "reference-context",
@@ -40,10 +42,17 @@ _CAPABILITY_ORDER: tuple[HostCapability, ...] = (
     "runtime-llm-complete",
     "thread-bootstrap-projection",
 )
+"""Every host capability in OpenClaw's order, so that messages list them the same way every time."""
+
+HOOK_CAPABILITIES: frozenset[HostCapability] = frozenset(h.capability for h in HOOKS if h.capability is not None)
+"""What a host needs to call the hooks of the table (``bootstrap``, ``after-turn``, …)."""
+
+# Services the host offers beside the hook calls themselves.
+_EMBEDDED_SERVICES: frozenset[HostCapability] = frozenset({"reference-context", "runtime-llm-complete"})
 
 
 def _ordered(capabilities: Iterable[str]) -> list[str]:
-    known: dict[str, int] = {c: i for i, c in enumerate(_CAPABILITY_ORDER)}
+    known: dict[str, int] = {c: i for i, c in enumerate(CAPABILITY_ORDER)}
     return sorted(set(capabilities), key=lambda c: (known.get(c, len(known)), c))
 
 
@@ -57,8 +66,8 @@ class HostInfo:
     capabilities: frozenset[HostCapability]
 
 
-# Everything but the persistent-thread projection.
-_EMBEDDED_CAPABILITIES: frozenset[HostCapability] = frozenset(_CAPABILITY_ORDER) - {"thread-bootstrap-projection"}
+# Every hook and the in-process services; only the persistent-thread projection is missing.
+_EMBEDDED_CAPABILITIES = HOOK_CAPABILITIES | _EMBEDDED_SERVICES
 
 EMBEDDED_HOST = HostInfo("openclaw-embedded", "OpenClaw embedded runner", _EMBEDDED_CAPABILITIES)
 """The in-process runner (this package's runtime)."""

@@ -20,6 +20,7 @@ from openclaw_ctx.registry.registry import (
     register_context_engine_for_owner,
     resolve_context_engine,
 )
+from openclaw_ctx.registry.wrappers import is_quarantined
 
 __all__ = [
     "CORE_OWNER",
@@ -35,6 +36,7 @@ __all__ = [
     "contract_error",
     "ensure_engines_loaded",
     "get_registry",
+    "is_quarantined",
     "list_quarantines",
     "owner_plugin_id",
     "register_context_engine",

@@ -14,7 +14,7 @@ from importlib.metadata import EntryPoint
 from typing import Any, Literal, Protocol
 
 from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig
-from openclaw_ctx.contract import ContextEngine, EngineContext, EngineFactory
+from openclaw_ctx.contract import REQUIRED_HOOKS, ContextEngine, EngineContext, EngineFactory
 
 _log = logging.getLogger("openclaw_ctx.registry.registry")
 
@@ -125,7 +125,7 @@ def contract_error(engine_id: str, engine: object) -> str | None:
         issues.append("missing info")
     else:
         issues += [f"missing info.{attr}" for attr in ("id", "name") if not _present(_get(info, attr))]
-    issues += [f"missing {m}()" for m in ("ingest", "assemble", "compact") if not callable(getattr(engine, m, None))]
+    issues += [f"missing {m}()" for m in REQUIRED_HOOKS if not callable(getattr(engine, m, None))]
     if not issues:
         return None
     return f'Context engine "{engine_id}" factory returned an invalid ContextEngine: {", ".join(issues)}.'

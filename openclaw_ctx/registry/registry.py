@@ -22,6 +22,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Literal
 
+from openclaw_ctx._time import utc_now
 from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig
 from openclaw_ctx.contract import ContextEngine, EngineContext, EngineFactory
 from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
@@ -43,7 +44,7 @@ from openclaw_ctx.registry.records import (
     factory_context,
     owner_plugin_id,
 )
-from openclaw_ctx.registry.wrappers import QuarantineProxy, wrap_compat
+from openclaw_ctx.registry.wrappers import guard, wrap_compat
 
 _log = logging.getLogger("openclaw_ctx.registry.registry")
 
@@ -67,12 +68,6 @@ __all__ = [
     "register_context_engine_for_owner",
     "resolve_context_engine",
 ]
-
-
-def _now() -> str:
-    from openclaw_ctx.store.repo import utc_now
-
-    return utc_now()
 
 
 @dataclass
@@ -198,7 +193,7 @@ class EngineRegistry:
         existing = self._quarantines.get(engine_id)
         if existing is not None:
             return existing
-        record = QuarantineRecord(engine_id, owner, operation, reason, _now(), os.getpid())
+        record = QuarantineRecord(engine_id, owner, operation, reason, utc_now(), os.getpid())
         self._quarantines[engine_id] = record
         self._sync_health()
         owner_text = f" owner={owner}" if owner else ""
@@ -297,7 +292,7 @@ class EngineRegistry:
         engine = await self._instantiate(entry, ctx)
         if engine is None:
             return await self._fallback(engine_id, source, ctx, "quarantined")
-        proxy = QuarantineProxy(wrap_compat(engine), engine_id=engine_id, owner=entry.owner, sink=self, ctx=ctx)
+        proxy = guard(wrap_compat(engine), engine_id=engine_id, owner=entry.owner, sink=self, ctx=ctx)
         return ResolvedEngine(proxy, engine_id, source, entry.owner)
 
     async def _instantiate(self, entry: RegisteredEngine, ctx: EngineContext) -> Any | None:

@@ -8,34 +8,32 @@
 2. :class:`QuarantineProxy` (outer, non-default engines only): the first failure of a lifecycle call
    quarantines the engine for the process and that call falls back to the default engine, except for
    ``compact`` and ``prepare_subagent_spawn``, which re-raise. Aborts never quarantine.
+
+Which hooks are guarded, their host-added keys, their wire names and their downgraded answers all
+come from :data:`openclaw_ctx.contract.HOOKS`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from openclaw_ctx.contract import (
-    AssembleParams,
-    AssembleResult,
-    BootstrapResult,
-    CompactParams,
-    CompactResult,
+    DOWNGRADED_REASON,
+    HOOKS,
     ContextEngine,
     EngineContext,
     EngineInfo,
-    IngestBatchResult,
-    IngestParams,
-    IngestResult,
+    hook,
     without_keys,
 )
 from openclaw_ctx.errors import AbortError
+from openclaw_ctx.registry.proxies import Wrapper, compose
+from openclaw_ctx.registry.rejections import rejected_host_keys
 
 __all__ = [
     "DOWNGRADED_REASON",
@@ -44,6 +42,8 @@ __all__ = [
     "CompatEngine",
     "QuarantineProxy",
     "QuarantineSink",
+    "guard",
+    "is_quarantined",
     "operation_name",
     "rejected_host_keys",
     "wrap_compat",
@@ -51,192 +51,28 @@ __all__ = [
 
 _log = logging.getLogger("openclaw_ctx.registry.registry")
 
-DOWNGRADED_REASON = "context engine downgraded to legacy"
-
-_SESSION_HOOK_KEYS = frozenset({"session_key", "runtime_settings", "session_target", "runtime_context"})
-HOST_PARAM_KEYS: dict[str, frozenset[str]] = {
-    "bootstrap": _SESSION_HOOK_KEYS,
-    "maintain": _SESSION_HOOK_KEYS,
-    "after_turn": _SESSION_HOOK_KEYS,
-    "compact": _SESSION_HOOK_KEYS,
-    "ingest": frozenset({"session_key"}),
-    "ingest_batch": frozenset({"session_key"}),
-    "assemble": frozenset({"session_key", "prompt", "runtime_settings"}),
-}
+HOST_PARAM_KEYS: dict[str, frozenset[str]] = {h.name: h.host_keys for h in HOOKS if h.host_keys}
 """Per method, the host-added keys (snake_case) a strict engine may reject and the call be retried without."""
 
-_OPTIONAL_GUARDED = (
-    "bootstrap",
-    "maintain",
-    "ingest_batch",
-    "after_turn",
-    "prepare_subagent_spawn",
-    "on_subagent_ended",
-)
-GUARDED_HOOKS = ("ingest", "assemble", "compact", *_OPTIONAL_GUARDED)
+GUARDED_HOOKS = tuple(h.name for h in HOOKS if h.guarded)
 """Methods the quarantine proxy guards; ``dispose`` is deliberately not among them."""
 
-_RERAISE = frozenset({"compact", "prepare_subagent_spawn"})
-_OPERATION_NAMES = {
-    "ingest_batch": "ingestBatch",
-    "after_turn": "afterTurn",
-    "prepare_subagent_spawn": "prepareSubagentSpawn",
-    "on_subagent_ended": "onSubagentEnded",
-}
+_WIRE_NAMES = {h.name: h.wire for h in HOOKS}
 
 
 def operation_name(method: str) -> str:
     """OpenClaw's name of a hook (``after_turn`` → ``afterTurn``), used in quarantine records and logs."""
-    return _OPERATION_NAMES.get(method, method)
+    return _WIRE_NAMES.get(method, method)
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.title() for p in rest)
+# --- strict engines -------------------------------------------------------------------------------
 
 
-# --- recognising strict-validator rejections -------------------------------------------------------
+class CompatEngine(Wrapper):
+    """Retries calls without the host-added keys a strict engine rejects, and remembers them.
 
-_Q = r"[\"'`]"
-_REJECTION_TEMPLATES = (
-    r"unrecogni[sz]ed\s+key(?:\(s\)|s)?\b[^\n]*?{q}{k}{q}",
-    r"additional\s+propert(?:y|ies)\b[^\n]*?{q}{k}{q}",
-    r"(?:unexpected|unknown|invalid|extra|unrecogni[sz]ed)\s+(?:property|properties|field|fields|key|keys|"
-    r"keyword\s+argument|argument|input)\b[^\n]*?{q}{k}{q}",
-    r"{q}{k}{q}\s+is\s+not\s+(?:allowed|permitted)",
-)
-
-
-def _patterns(name: str) -> list[re.Pattern[str]]:
-    return [re.compile(t.format(q=_Q, k=re.escape(name)), re.IGNORECASE) for t in _REJECTION_TEMPLATES]
-
-
-def _spellings(key: str) -> set[str]:
-    return {key, _camel(key)}
-
-
-_ALL_HOST_KEYS = frozenset().union(*HOST_PARAM_KEYS.values())
-_KEY_PATTERNS = {key: [p for spelling in _spellings(key) for p in _patterns(spelling)] for key in _ALL_HOST_KEYS}
-
-
-def _walk(error: object, seen: set[int], depth: int = 0) -> Iterator[object]:
-    """The error, its causes, contexts, grouped errors, issues and messages (bounded, cycle-safe)."""
-    if depth > 8 or id(error) in seen:
-        return
-    seen.add(id(error))
-    yield error
-    children: list[object] = []
-    if isinstance(error, list | tuple):
-        children.extend(error)
-    elif isinstance(error, dict):
-        children.extend(v for k, v in error.items() if k in ("cause", "issues", "errors", "message"))
-    elif isinstance(error, BaseException):
-        children.extend(c for c in (error.__cause__, error.__context__) if c is not None)
-        if isinstance(error, BaseExceptionGroup):
-            children.extend(error.exceptions)
-        for attr in ("issues", "errors", "message"):
-            value = getattr(error, attr, None)
-            if isinstance(value, list | tuple | str | dict):
-                children.append(value)
-    for child in children:
-        yield from _walk(child, seen, depth + 1)
-
-
-def _structured_rejections(node: object, candidates: set[str]) -> set[str]:
-    found: set[str] = set()
-    if isinstance(node, ValidationError):
-        for item in node.errors():
-            if item["type"] == "extra_forbidden" and item["loc"]:
-                found |= {k for k in candidates if str(item["loc"][-1]) in _spellings(k)}
-    elif isinstance(node, dict) and node.get("code") == "unrecognized_keys":
-        keys = node.get("keys") or []
-        found |= {k for k in candidates if any(str(x) in _spellings(k) for x in keys)}
-    return found
-
-
-def _texts(node: object) -> list[str]:
-    if isinstance(node, str):
-        return [node]
-    if isinstance(node, BaseException):
-        return [str(node)]
-    return []
-
-
-def rejected_host_keys(error: BaseException, candidates: set[str]) -> set[str]:
-    """Which of `candidates` (snake_case host keys) `error` says a strict validator rejected.
-
-    Recognises pydantic ``extra_forbidden`` errors, zod-style ``unrecognized_keys`` issues, and
-    messages such as ``Unrecognized key(s) in object: 'sessionKey'``, ``additional properties 'x'``,
-    ``unexpected keyword argument 'prompt'`` or ``'x' is not allowed``. A message that merely mentions
-    a key (``Unknown sessionKey "x"``) is not a rejection.
+    Build it with :func:`wrap_compat`, which gives it the inner engine's optional capabilities.
     """
-    found: set[str] = set()
-    for node in _walk(error, set()):
-        found |= _structured_rejections(node, candidates)
-        for text in _texts(node):
-            found |= {k for k in candidates & _ALL_HOST_KEYS if any(p.search(text) for p in _KEY_PATTERNS[k])}
-    return found & candidates
-
-
-# --- shared wrapper plumbing ------------------------------------------------------------------------
-
-Hook = Callable[[Any], Awaitable[Any]]
-
-
-class _Wrapper:
-    """Delegates to `inner`; optional hooks exist on the wrapper only when the inner engine has them."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def inner(self) -> Any:
-        """The wrapped engine."""
-        return self._inner
-
-    @property
-    def info(self) -> EngineInfo:
-        """The inner engine's info."""
-        info: EngineInfo = self._inner.info
-        return info
-
-    async def ingest(self, params: IngestParams) -> IngestResult:
-        """Store one message (through this wrapper's policy)."""
-        result: IngestResult = await self._dispatch("ingest", params)
-        return result
-
-    async def assemble(self, params: AssembleParams) -> AssembleResult:
-        """Build the run's context (through this wrapper's policy)."""
-        result: AssembleResult = await self._dispatch("assemble", params)
-        return result
-
-    async def compact(self, params: CompactParams) -> CompactResult:
-        """Summarise older history (through this wrapper's policy)."""
-        result: CompactResult = await self._dispatch("compact", params)
-        return result
-
-    async def _dispatch(self, method: str, params: Any) -> Any:
-        raise NotImplementedError
-
-    def _hook(self, name: str) -> Hook:
-        async def call(params: Any) -> Any:
-            return await self._dispatch(name, params)
-
-        call.__name__ = name
-        return call
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes not defined on the wrapper itself.
-        if name.startswith("__") or name == "_inner":
-            raise AttributeError(name)
-        target = getattr(self._inner, name)
-        if name in _OPTIONAL_GUARDED and callable(target):
-            return self._hook(name)
-        return target
-
-
-class CompatEngine(_Wrapper):
-    """Retries calls without the host-added keys a strict engine rejects, and remembers them."""
 
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)
@@ -265,7 +101,7 @@ class CompatEngine(_Wrapper):
 
 def wrap_compat(engine: Any) -> CompatEngine:
     """`engine` in a :class:`CompatEngine` (idempotent: an already wrapped engine is returned as is)."""
-    return engine if isinstance(engine, CompatEngine) else CompatEngine(engine)
+    return engine if isinstance(engine, CompatEngine) else compose(CompatEngine, engine)(engine)
 
 
 # --- runtime quarantine ---------------------------------------------------------------------------
@@ -287,16 +123,6 @@ class QuarantineSink(Protocol):
         ...
 
 
-_FALLBACK_RESULTS: dict[str, Callable[[], Any]] = {
-    "bootstrap": lambda: BootstrapResult(bootstrapped=False, reason=DOWNGRADED_REASON),
-    "maintain": lambda: {"changed": False, "bytesFreed": 0, "rewrittenEntries": 0, "reason": DOWNGRADED_REASON},
-    "ingest": lambda: IngestResult(ingested=False),
-    "ingest_batch": lambda: IngestBatchResult(ingested_count=0),
-    "after_turn": lambda: None,
-    "prepare_subagent_spawn": lambda: None,
-    "on_subagent_ended": lambda: None,
-}
-
 _LEGACY_INFO = EngineInfo(id="legacy", name="Legacy Context Engine")
 
 
@@ -315,8 +141,11 @@ def _reason(error: BaseException) -> str:
     return str(error).strip() or type(error).__name__
 
 
-class QuarantineProxy(_Wrapper):
-    """Guards a non-default engine: first failure quarantines it and work moves to the default engine."""
+class QuarantineProxy(Wrapper):
+    """Guards a non-default engine: first failure quarantines it and work moves to the default engine.
+
+    Build it with :func:`guard`, which gives it the inner engine's optional capabilities.
+    """
 
     def __init__(
         self,
@@ -363,9 +192,10 @@ class QuarantineProxy(_Wrapper):
         fn = getattr(default, method, None)
         if callable(fn):
             return await fn(params)
-        if method not in _FALLBACK_RESULTS:
+        fallback = hook(method).fallback
+        if fallback is None:
             raise RuntimeError(f'default engine "{default.info.id}" has no {method}() to fall back to')
-        return _FALLBACK_RESULTS[method]()
+        return fallback()
 
     async def _dispatch(self, method: str, params: Any) -> Any:
         signal = getattr(params, "abort_signal", None)
@@ -379,7 +209,7 @@ class QuarantineProxy(_Wrapper):
             if _is_abort(exc, signal):
                 raise
             self._sink.quarantine(self.engine_id, self._owner, operation_name(method), _reason(exc))
-            if method in _RERAISE:
+            if hook(method).reraises:
                 raise
             try:
                 return await self._fallback_call(method, params)
@@ -388,3 +218,15 @@ class QuarantineProxy(_Wrapper):
                     "default engine also failed during %s; re-raising the original error", method, exc_info=True
                 )
             raise
+
+
+def guard(
+    inner: Any, *, engine_id: str, owner: str | None, sink: QuarantineSink, ctx: EngineContext | None = None
+) -> QuarantineProxy:
+    """`inner` (a compat-wrapped plugin engine) behind a :class:`QuarantineProxy` reporting to `sink`."""
+    return compose(QuarantineProxy, inner)(inner, engine_id=engine_id, owner=owner, sink=sink, ctx=ctx)
+
+
+def is_quarantined(engine: object) -> bool:
+    """True when `engine` is a guarded plugin engine that has been quarantined (its work now goes to legacy)."""
+    return isinstance(engine, QuarantineProxy) and engine.quarantined

@@ -1,0 +1,113 @@
+"""The one table of the engine's lifecycle hooks; the registry's wrappers and the host derive from it.
+
+Each :class:`Hook` names a hook in Python (``after_turn``) and on the wire (``afterTurn``), says which
+host-added keys a strict engine may reject (the compat wrapper retries the call without them), what
+a quarantined engine's call answers when the default engine lacks the hook, whether a failure
+re-raises instead of falling back, and which host capability the call needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from openclaw_ctx.contract.params import BootstrapResult, HostCapability, IngestBatchResult, IngestResult
+
+__all__ = [
+    "DOWNGRADED_REASON",
+    "HOOKS",
+    "OPTIONAL_HOOKS",
+    "REQUIRED_HOOKS",
+    "Hook",
+    "hook",
+]
+
+DOWNGRADED_REASON = "context engine downgraded to legacy"
+
+# Per OpenClaw's compat wrapper: the keys the host adds to session-scoped hooks.
+_SESSION_KEYS = frozenset({"session_key", "runtime_settings", "session_target", "runtime_context"})
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One lifecycle hook of a context engine."""
+
+    name: str
+    """Python name (``after_turn``)."""
+    wire: str
+    """OpenClaw's name (``afterTurn``), used in quarantine records and logs."""
+    required: bool = False
+    """Part of the required surface (``ingest``, ``assemble``, ``compact``) rather than optional."""
+    guarded: bool = True
+    """Whether a failure quarantines the engine (``dispose`` is deliberately not guarded)."""
+    host_keys: frozenset[str] = frozenset()
+    """Host-added keys (snake_case) a strict engine may reject; the call is retried without them."""
+    fallback: Callable[[], object] | None = None
+    """The downgraded answer when the default engine has no such hook (None: the default must have it)."""
+    reraises: bool = False
+    """A failure quarantines the engine and re-raises instead of answering from the default engine."""
+    capability: HostCapability | None = None
+    """The host capability the call needs, when an engine can require it of the host."""
+
+
+def _nothing() -> None:
+    return None
+
+
+def _maintenance_downgraded() -> dict[str, object]:
+    return {"changed": False, "bytesFreed": 0, "rewrittenEntries": 0, "reason": DOWNGRADED_REASON}
+
+
+HOOKS: tuple[Hook, ...] = (
+    Hook(
+        "bootstrap",
+        "bootstrap",
+        host_keys=_SESSION_KEYS,
+        fallback=lambda: BootstrapResult(bootstrapped=False, reason=DOWNGRADED_REASON),
+        capability="bootstrap",
+    ),
+    Hook(
+        "ingest",
+        "ingest",
+        required=True,
+        host_keys=frozenset({"session_key"}),
+        fallback=lambda: IngestResult(ingested=False),
+    ),
+    Hook(
+        "ingest_batch",
+        "ingestBatch",
+        host_keys=frozenset({"session_key"}),
+        fallback=lambda: IngestBatchResult(ingested_count=0),
+    ),
+    Hook(
+        "assemble",
+        "assemble",
+        required=True,
+        host_keys=frozenset({"session_key", "prompt", "runtime_settings"}),
+        capability="assemble-before-prompt",
+    ),
+    Hook("after_turn", "afterTurn", host_keys=_SESSION_KEYS, fallback=_nothing, capability="after-turn"),
+    Hook("maintain", "maintain", host_keys=_SESSION_KEYS, fallback=_maintenance_downgraded, capability="maintain"),
+    Hook("compact", "compact", required=True, host_keys=_SESSION_KEYS, reraises=True, capability="compact"),
+    Hook("prepare_subagent_spawn", "prepareSubagentSpawn", fallback=_nothing, reraises=True),
+    Hook("on_subagent_ended", "onSubagentEnded", fallback=_nothing),
+    Hook("dispose", "dispose", guarded=False),
+)
+"""Every lifecycle hook, in OpenClaw's order of a session's life."""
+
+REQUIRED_HOOKS = tuple(h.name for h in HOOKS if h.required)
+OPTIONAL_HOOKS = tuple(h.name for h in HOOKS if not h.required)
+
+_BY_NAME = {h.name: h for h in HOOKS}
+
+
+def hook(name: str) -> Hook:
+    """The table entry of hook `name` (snake_case).
+
+    Raises:
+        ValueError: no hook has that name.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown hook {name!r}; known: {', '.join(_BY_NAME)}") from None

@@ -1,0 +1,366 @@
+"""Every parameter and result object of the ContextEngine contract, and the types they share.
+
+Parameter and result objects mirror OpenClaw's TypeScript param bags. Python code uses snake_case
+fields; ``model_dump(by_alias=True)`` gives the camelCase JSON shape. Which keys a caller actually set
+matters (a strict engine may reject keys the host added), so it is tracked by pydantic's
+``model_fields_set`` and :func:`without_keys` rebuilds a params object with some keys removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic.alias_generators import to_camel
+
+from openclaw_ctx.errors import AbortError
+from openclaw_ctx.messages import AgentMessage, parse_message, to_wire
+
+__all__ = [
+    "AbortSignal",
+    "AfterTurnParams",
+    "AssembleParams",
+    "AssembleResult",
+    "BootstrapParams",
+    "BootstrapResult",
+    "CompactParams",
+    "CompactResult",
+    "CompactResultDetail",
+    "CompactionTarget",
+    "ContextProjection",
+    "EngineInfo",
+    "HostCapability",
+    "HostRequirements",
+    "IngestBatchParams",
+    "IngestBatchResult",
+    "IngestParams",
+    "IngestResult",
+    "MaintainParams",
+    "MessageList",
+    "Operation",
+    "PrepareSubagentSpawnParams",
+    "PromptAuthority",
+    "SubagentEndReason",
+    "SubagentEndedParams",
+    "SubagentSpawnPreparation",
+    "without_keys",
+]
+
+Operation = Literal["agent-run", "manual-compact", "subagent-spawn"]
+HostCapability = Literal[
+    "bootstrap",
+    "assemble-before-prompt",
+    "after-turn",
+    "maintain",
+    "compact",
+    "runtime-llm-complete",
+    "thread-bootstrap-projection",
+    "reference-context",
+]
+PromptAuthority = Literal["assembled", "preassembly_may_overflow"]
+SubagentEndReason = Literal["deleted", "completed", "swept", "released"]
+CompactionTarget = Literal["budget", "threshold"]
+
+
+def _message_list(value: Any) -> list[AgentMessage]:
+    # Keep the caller's list object when it already holds messages: legacy assemble must hand back
+    # the very list it was given, and pydantic's list validation would copy it.
+    if isinstance(value, list) and all(hasattr(m, "role") and hasattr(m, "model_fields_set") for m in value):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [parse_message(m, where=f"messages[{i}]") for i, m in enumerate(value)]
+    raise ValueError(f"expected a list of messages, got {type(value).__name__}")
+
+
+def _dump_messages(value: list[AgentMessage]) -> list[dict[str, Any]]:
+    return [to_wire(m) for m in value]
+
+
+MessageList = Annotated[
+    list[AgentMessage],
+    PlainValidator(_message_list, json_schema_input_type=list[dict[str, Any]]),
+    # Serialise as OpenClaw's wire JSON (the union's own serializer cannot see through PlainValidator).
+    PlainSerializer(_dump_messages, return_type=list[dict[str, Any]]),
+]
+
+
+class AbortSignal:
+    """A cancellation flag an engine should honour in long operations (AbortSignal in TypeScript)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: BaseException | None = None
+
+    @property
+    def aborted(self) -> bool:
+        """True once :meth:`abort` was called."""
+        return self._event.is_set()
+
+    def abort(self, reason: BaseException | str | None = None) -> None:
+        """Mark the signal aborted, recording why."""
+        if isinstance(reason, BaseException):
+            self.reason = reason
+        else:
+            self.reason = AbortError(reason or "operation aborted")
+        self._event.set()
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort reason if the signal is aborted."""
+        if self.aborted:
+            raise self.reason or AbortError("operation aborted")
+
+    async def wait(self) -> None:
+        """Return once the signal is aborted."""
+        await self._event.wait()
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+        arbitrary_types_allowed=True,
+    )
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="allow",
+        arbitrary_types_allowed=True,
+    )
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def without_keys(params: P, keys: set[str]) -> P:
+    """A copy of `params` built only from the fields that were set, minus `keys` (snake_case names)."""
+    data = {k: getattr(params, k) for k in params.model_fields_set if k not in keys}
+    return type(params)(**data)
+
+
+# --- info and host requirements -------------------------------------------------------------
+
+
+class HostRequirements(_Result):
+    """Capabilities an operation needs from the host; unmet ones fail the run closed."""
+
+    required_capabilities: list[HostCapability]
+    unsupported_message: str | None = None
+
+
+class EngineInfo(_Result):
+    """What an engine says about itself."""
+
+    id: str
+    """Engine id; may differ from the id it was registered under (OpenClaw #66601)."""
+    name: str
+    version: str | None = None
+    owns_compaction: bool | None = None
+    """True: the host disables its own auto-compaction and pre-prompt precheck for this engine."""
+    turn_maintenance_mode: Literal["foreground", "background"] | None = None
+    host_requirements: dict[Operation, HostRequirements] | None = None
+
+
+# --- ingest / bootstrap ---------------------------------------------------------------------
+
+
+class IngestParams(_Params):
+    """One new message for a session."""
+
+    session_id: str
+    session_key: str | None = None
+    message: AgentMessage
+    is_heartbeat: bool = False
+    entry_id: str | None = None
+    """Transcript entry id of the message, the idempotency key (never a content hash)."""
+
+
+class IngestResult(_Result):
+    """`ingested` is False for a duplicate or a no-op."""
+
+    ingested: bool
+
+
+class IngestBatchParams(_Params):
+    """A completed turn's messages, ingested together once after the run."""
+
+    session_id: str
+    session_key: str | None = None
+    messages: MessageList
+    is_heartbeat: bool = False
+    entry_ids: list[str | None] | None = None
+
+
+class IngestBatchResult(_Result):
+    """How many of the batch's messages were new."""
+
+    ingested_count: int
+
+
+class BootstrapParams(_Params):
+    """Sent the first time an engine sees a session."""
+
+    session_id: str
+    session_key: str | None = None
+    session_file: str | None = None
+    runtime_settings: Any = None
+    runtime_context: dict[str, Any] | None = None
+
+
+class BootstrapResult(_Result):
+    """Whether the engine initialised state for the session."""
+
+    bootstrapped: bool
+    imported_messages: int | None = None
+    reason: str | None = None
+
+
+# --- assemble -------------------------------------------------------------------------------
+
+
+class AssembleParams(_Params):
+    """Input of the pre-prompt assembly."""
+
+    session_id: str
+    session_key: str | None = None
+    messages: MessageList
+    """The pipeline's messages for this run (the session's current context)."""
+    token_budget: int | None = None
+    available_tools: frozenset[str] | None = None
+    citations_mode: Literal["auto", "on", "off"] | None = None
+    model: str | None = None
+    prompt: str | None = None
+    runtime_settings: Any = None
+
+
+class ContextProjection(_Result):
+    """Projection hints for persistent-thread backends."""
+
+    mode: Literal["per_turn", "thread_bootstrap"]
+    epoch: str | None = None
+    fingerprint: str | None = None
+
+
+class AssembleResult(_Result):
+    """What the model sees."""
+
+    messages: MessageList
+    estimated_tokens: int = Field(ge=0)
+    """The engine's estimate of the assembled context; 0 means 'host, estimate it yourself'."""
+    system_prompt_addition: str | None = None
+    prompt_authority: PromptAuthority = "assembled"
+    context_projection: ContextProjection | None = None
+
+
+# --- compact --------------------------------------------------------------------------------
+
+
+class CompactParams(_Params):
+    """A compaction request (/compact, overflow recovery, budget or threshold compaction)."""
+
+    session_id: str
+    session_key: str | None = None
+    session_file: str | None = None
+    token_budget: int | None = None
+    force: bool = False
+    force_reason: Literal["manual", "preflight_required"] | None = None
+    current_token_count: int | None = None
+    compaction_target: CompactionTarget | None = None
+    custom_instructions: str | None = None
+    runtime_settings: Any = None
+    runtime_context: dict[str, Any] | None = None
+    abort_signal: AbortSignal | None = None
+
+
+class CompactResultDetail(_Result):
+    """What a compaction did; `session_id`/`session_file` name the successor after rotation."""
+
+    summary: str | None = None
+    first_kept_entry_id: str | None = None
+    tokens_before: int
+    tokens_after: int | None = None
+    details: Any = None
+    session_id: str | None = None
+    session_file: str | None = None
+
+
+class CompactResult(_Result):
+    """`ok` false = failed; `compacted` false = nothing done (with `reason`)."""
+
+    ok: bool
+    compacted: bool
+    reason: str | None = None
+    result: CompactResultDetail | None = None
+
+
+# --- maintain -------------------------------------------------------------------------------
+
+
+class MaintainParams(_Params):
+    """Sent for transcript maintenance (after bootstrap, a turn or a compaction); answered with a dict
+    in OpenClaw's ``{changed, bytesFreed, rewrittenEntries, reason}`` shape."""
+
+    session_id: str
+    session_key: str | None = None
+    session_file: str | None = None
+    reason: Literal["bootstrap", "turn", "compaction"] | None = None
+    runtime_settings: Any = None
+    runtime_context: dict[str, Any] | None = None
+
+
+# --- afterTurn and sub-agents ---------------------------------------------------------------
+
+
+class AfterTurnParams(_Params):
+    """Sent after a run, with the whole message snapshot of the turn."""
+
+    session_id: str
+    session_key: str | None = None
+    session_file: str | None = None
+    messages: MessageList
+    pre_prompt_message_count: int = Field(ge=0)
+    auto_compaction_summary: str | None = None
+    is_heartbeat: bool = False
+    token_budget: int | None = None
+    runtime_settings: Any = None
+    runtime_context: dict[str, Any] | None = None
+
+
+class PrepareSubagentSpawnParams(_Params):
+    """Sent before a child run starts."""
+
+    parent_session_key: str
+    child_session_key: str
+    context_mode: Literal["isolated", "fork"] | None = None
+    parent_session_id: str | None = None
+    parent_session_file: str | None = None
+    child_session_id: str | None = None
+    child_session_file: str | None = None
+    ttl_ms: int | None = None
+
+
+class SubagentSpawnPreparation:
+    """Returned by prepare_subagent_spawn; the host calls `rollback` if the spawn then fails."""
+
+    def __init__(self, rollback: Callable[[], Awaitable[None] | None]) -> None:
+        self._rollback = rollback
+
+    async def rollback(self) -> None:
+        """Undo the preparation."""
+        result = self._rollback()
+        if result is not None:
+            await result
+
+
+class SubagentEndedParams(_Params):
+    """Sent when a sub-agent session completes or is cleaned up."""
+
+    child_session_key: str
+    reason: SubagentEndReason

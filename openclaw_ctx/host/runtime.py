@@ -88,7 +88,7 @@ class Runtime:
         self.sessions = Sessions(store, lambda: self.engine.info.id)
         self.hooks = EngineHooks(self)
         self.tool_loop = ToolLoop(self)
-        self.scheduler = KeyScheduler()
+        self.scheduler = KeyScheduler(store.locks)
         self.subagents = Subagents(self)
 
     @classmethod
@@ -163,7 +163,7 @@ class Runtime:
         As in OpenClaw the key stays and the session id changes, so the model starts from nothing;
         the old session's messages and summaries stay in the store and in recall across the key.
         """
-        async with self.scheduler.lock(session_key):
+        async with self.scheduler.hold(session_key):
             return await self.sessions.start_fresh(session_key, reason)
 
     # --- a turn ---------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class Runtime:
         self, session_key: str, *, instructions: str | None = None, target: str = "threshold"
     ) -> CompactResult:
         """`/compact [instructions]`: manual compaction through the active engine."""
-        async with self.scheduler.lock(session_key):
+        async with self.scheduler.hold(session_key):
             session = await self.sessions.active(session_key)
             return await self.hooks.compact(
                 session, trigger="manual", target=target, force=True, instructions=instructions

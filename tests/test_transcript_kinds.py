@@ -101,6 +101,9 @@ async def test_without_the_engine_its_entries_are_skipped_lines_and_the_rest_imp
     out = tmp_path / "out"
     exported = await export_session(store, session_key="file:sess-kinds", out=out, kinds=kinds)
     back = read_transcript(exported.files[0].path)
+    wire = exported.model_dump(by_alias=True)
+    assert list(wire) == ["sessionKey", "sessionsJson", "files"]
+    assert list(wire["files"][0]) == ["path", "session_id", "parent_session_id", "entries", "messages"]
     assert back.errors == [] and [e.id for e in back.entries] == ["e1", "e2", "e4"]
 
 

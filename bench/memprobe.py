@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     from bench import b_turn
     from openclaw_ctx.store.store import Store
     from openclaw_ctx.tokens import get_counter
-    from openclaw_ctx.transcripts.importer import import_paths
+    from openclaw_ctx.transcripts import import_paths
 
     get_counter()  # the vocabulary is part of the baseline, not of the workload
     base = _current_mb()

@@ -20,9 +20,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import openclaw_ctx.cli.app as cli
+from engines.lossless.transcript import LARGE_CONTENT_TYPE
 from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx.transcripts import CustomEntry, context_message, read_transcript
-from openclaw_ctx.transcripts.lcm import COMPACTION_TYPE, CONTEXT_TYPE, LARGE_CONTENT_TYPE, SUMMARY_TYPE, TURN_TYPE
+from openclaw_ctx.transcripts.custom import COMPACTION_TYPE, CONTEXT_TYPE, SUMMARY_TYPE, TURN_TYPE
 
 SUMMARY_COLUMNS = (
     "summary_id, session_key, session_id, kind, depth, content, token_count, earliest_at, latest_at,"

@@ -22,9 +22,7 @@ from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx.messages import UserMessage, flatten_text
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
-from openclaw_ctx.transcripts import Entry, read_transcript
-from openclaw_ctx.transcripts.export import export_session
-from openclaw_ctx.transcripts.importer import ImportProgress, import_paths
+from openclaw_ctx.transcripts import Entry, ImportProgress, export_session, import_paths, read_transcript
 
 MESSAGE_LIKE = ("message", "custom_message", "branch_summary")
 

@@ -27,8 +27,7 @@ from openclaw_ctx.messages import UserMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import tokenizer_status
-from openclaw_ctx.transcripts import read_transcript
-from openclaw_ctx.transcripts.importer import legacy_summary_id
+from openclaw_ctx.transcripts import legacy_summary_id, read_transcript
 
 SQLITE = Path("/usr/bin/sqlite3")
 DOC = Path(__file__).resolve().parent.parent / "docs" / "sql.md"

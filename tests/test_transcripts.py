@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from openclaw_ctx._time import ms_from_iso
 from openclaw_ctx.messages import (
     AssistantMessage,
     BranchSummaryMessage,
@@ -28,7 +29,6 @@ from openclaw_ctx.transcripts import (
     ThinkingLevelChangeEntry,
     TranscriptLineError,
     UnknownEntry,
-    iso_to_ms,
     iter_entries,
     iter_lines,
     read_transcript,
@@ -144,7 +144,7 @@ def test_context_after_compaction_matches_build_session_context(tmp_path: Path) 
     messages = t.context_messages()
     assert isinstance(messages[0], CompactionSummaryMessage)
     assert messages[0].summary == "SUMMARY" and messages[0].tokens_before == 1234
-    assert messages[0].timestamp == iso_to_ms(_ts(5))
+    assert messages[0].timestamp == ms_from_iso(_ts(5))
     assert isinstance(messages[3], CustomMessage) and messages[3].display is False
     assert isinstance(messages[4], BranchSummaryMessage) and messages[4].from_id == "q"
     assert _texts(messages) == ["SUMMARY", "kept question", "kept answer", "injected", "BS", "new question"]

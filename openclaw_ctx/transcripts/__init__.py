@@ -1,6 +1,14 @@
-"""OpenClaw session transcripts (JSONL, version 3): a streaming reader and the context they rebuild to."""
+"""OpenClaw session transcripts (JSONL, version 3): reading, import into the store, export from it.
 
-from openclaw_ctx.transcripts.jsonl import (
+:mod:`.jsonl` streams a file into the typed entries of :mod:`.entries`; :mod:`.tree` walks the active
+branch and rebuilds the model context; :mod:`.discover` finds the files of agent directories;
+:mod:`.importer` and :mod:`.export` move them in and out; :mod:`.custom` holds the ``openclaw-ctx/*``
+entries that carry the rows a plain transcript cannot.
+"""
+
+from openclaw_ctx.transcripts.custom import EntryKind, EntryKinds, core_entry_kinds, load_entry_kinds
+from openclaw_ctx.transcripts.discover import SourceFile, discover
+from openclaw_ctx.transcripts.entries import (
     ENTRY_TYPES,
     TRANSCRIPT_VERSION,
     BranchSummaryEntry,
@@ -11,43 +19,58 @@ from openclaw_ctx.transcripts.jsonl import (
     LabelEntry,
     MessageEntry,
     ModelChangeEntry,
-    SessionContext,
     SessionHeader,
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
-    Transcript,
     TranscriptLineError,
     UnknownEntry,
-    context_message,
-    iso_to_ms,
-    iter_entries,
-    iter_lines,
     parse_entry,
-    read_transcript,
 )
+from openclaw_ctx.transcripts.export import ExportedFile, ExportReport, export_session
+from openclaw_ctx.transcripts.importer import import_paths, import_transcript
+from openclaw_ctx.transcripts.jsonl import iter_entries, iter_lines, read_transcript
+from openclaw_ctx.transcripts.legacy_summaries import IMPORT_SUMMARIZER, legacy_summary_id
+from openclaw_ctx.transcripts.report import FileReport, ImportProgress, ImportReport, ProgressCallback
+from openclaw_ctx.transcripts.tree import SessionContext, Transcript, context_message
 
 __all__ = [
     "ENTRY_TYPES",
+    "IMPORT_SUMMARIZER",
     "TRANSCRIPT_VERSION",
     "BranchSummaryEntry",
     "CompactionEntry",
     "CustomEntry",
     "CustomMessageEntry",
     "Entry",
+    "EntryKind",
+    "EntryKinds",
+    "ExportReport",
+    "ExportedFile",
+    "FileReport",
+    "ImportProgress",
+    "ImportReport",
     "LabelEntry",
     "MessageEntry",
     "ModelChangeEntry",
+    "ProgressCallback",
     "SessionContext",
     "SessionHeader",
     "SessionInfoEntry",
+    "SourceFile",
     "ThinkingLevelChangeEntry",
     "Transcript",
     "TranscriptLineError",
     "UnknownEntry",
     "context_message",
-    "iso_to_ms",
+    "core_entry_kinds",
+    "discover",
+    "export_session",
+    "import_paths",
+    "import_transcript",
     "iter_entries",
     "iter_lines",
+    "legacy_summary_id",
+    "load_entry_kinds",
     "parse_entry",
     "read_transcript",
 ]

@@ -19,8 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
-from openclaw_ctx.transcripts.export import ExportReport, export_session
-from openclaw_ctx.transcripts.importer import ImportProgress, ImportReport, import_paths
+from openclaw_ctx.transcripts import ExportReport, ImportProgress, ImportReport, export_session, import_paths
 
 __all__ = ["register"]
 
@@ -125,7 +124,7 @@ def export_command(
     state = state_of(ctx)
     report = run(_export(state, key, session, out))
     if as_json:
-        console.print_json(json.dumps(report.to_json(), ensure_ascii=False))
+        console.print_json(json.dumps(report.model_dump(by_alias=True), ensure_ascii=False))
         return
     for f in report.files:
         console.print(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,56 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         write_atomic(target, 42)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in target.parent.iterdir()] == ["out.txt"]
+
+
+# --- through the real CLI ---------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "openclaw_ctx", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def replayed(tmp_path: Path) -> Path:
+    head = tmp_path / "head.jsonl"
+    head.write_text("".join(EXAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:80]), encoding="utf-8")
+    db = tmp_path / "ctx.db"
+    assert _cli("--db", str(db), "replay", str(head), "--budget", "8000", "--key", "K").returncode == 0
+    return db
+
+
+def test_dag_out_never_writes_the_database(replayed: Path) -> None:
+    before = replayed.read_bytes()
+    for extra in ([], ["--force"]):
+        proc = _cli("--db", str(replayed), "dag", "--key", "K", "--out", str(replayed), *extra)
+        assert proc.returncode == 1
+        assert "open database" in proc.stderr
+    assert replayed.read_bytes() == before
+    assert _cli("--db", str(replayed), "sessions").returncode == 0
+
+
+def test_dag_out_replaces_a_file_only_with_force(replayed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dag.dot"
+    out.write_text("mine")
+    proc = _cli("--db", str(replayed), "dag", "--key", "K", "--out", str(out))
+    assert proc.returncode == 1 and "pass --force" in proc.stderr
+    assert out.read_text() == "mine"
+    assert _cli("--db", str(replayed), "dag", "--key", "K", "--out", str(out), "--force").returncode == 0
+    assert out.read_text().startswith("digraph")
+
+
+def test_export_refuses_to_overwrite_transcripts_and_writes_nothing(replayed: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "export"
+    assert _cli("--db", str(replayed), "export", "--key", "K", "--out", str(folder)).returncode == 0
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    first = next(p for p in folder.iterdir() if p.suffix == ".jsonl")
+    first.write_text("the user's own transcript\n")
+    proc = _cli("--db", str(replayed), "export", "--key", "K", "--out", str(folder))
+    assert proc.returncode == 1 and "pass --force" in proc.stderr
+    assert first.read_text() == "the user's own transcript\n"
+    assert _cli("--db", str(replayed), "export", "--key", "K", "--out", str(folder), "--force").returncode == 0
+    assert first.read_bytes() == files[first.name]
+    one = _cli("--db", str(replayed), "export", "--session", "x", "--out", str(replayed), "--force")
+    assert one.returncode == 1

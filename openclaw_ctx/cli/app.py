@@ -107,7 +107,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except OpenClawCtxError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.detail}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {exc.detail}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from openclaw_ctx._files import database_files, guard_output, write_atomic
 from openclaw_ctx._time import ms_from_iso
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
@@ -50,10 +50,7 @@ class ExportReport(BaseModel):
 
 
 def _write_atomic(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8", newline="\n")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def _exported(target: Path, session: SessionRow, lines: list[str], messages: int) -> ExportedFile:
@@ -113,6 +110,7 @@ async def export_session(
     session_id: str | None = None,
     out: Path,
     kinds: EntryKinds | None = None,
+    force: bool = False,
 ) -> ExportReport:
     """Write sessions as OpenClaw JSONL v3 transcripts.
 
@@ -122,12 +120,15 @@ async def export_session(
         session_id: export one session; `out` is the file (``*.jsonl``) or a directory to write it in.
         out: where to write.
         kinds: the custom entry kinds whose rows are written (default: core's and every installed engine's).
+        force: replace transcript files that already exist (never the database itself).
 
     Returns:
         The files written.
 
     Raises:
         NotFoundError: no such session or key.
+        OutputPathError: a file to write exists and `force` is not set, or it is the database; nothing
+            was written.
         ValueError: neither or both of `session_key` and `session_id` given.
     """
     if (session_key is None) == (session_id is None):
@@ -138,6 +139,7 @@ async def export_session(
         if session_id is not None:
             session = await get_session(conn, session_id)
             target = out if out.suffix == ".jsonl" else out / _file_name(session, set())
+            guard_output(target, force=force, protected=database_files(Path(store.path)))
             lines, messages = await session_lines(conn, session, None, kinds)
             await asyncio.to_thread(_write_atomic, target, lines)
             return ExportReport(session_key=session.session_key, files=[_exported(target, session, lines, messages)])
@@ -148,8 +150,13 @@ async def export_session(
         report = ExportReport(session_key=session_key)
         paths: dict[str, Path] = {}
         used: set[str] = set()
-        for session in chain:
-            target = out / _file_name(session, used)
+        targets = [out / _file_name(session, used) for session in chain]
+        # Every target is checked before the first is written: a refused export writes nothing.
+        for target in [*targets, out / "sessions.json"]:
+            guard_output(
+                target, force=force or target.name == "sessions.json", protected=database_files(Path(store.path))
+            )
+        for session, target in zip(chain, targets, strict=True):
             parent = paths.get(session.parent_session_id or "")
             lines, messages = await session_lines(conn, session, str(parent) if parent else None, kinds)
             await asyncio.to_thread(_write_atomic, target, lines)

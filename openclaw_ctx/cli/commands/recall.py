@@ -7,6 +7,7 @@ Human output is Rich; ``--json`` prints one JSON document to stdout.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from rich.table import Table
 
 from engines.lossless import dag as dag_mod
 from engines.lossless import retrieval
+from openclaw_ctx._files import database_files, guard_output, write_atomic
 from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
 from openclaw_ctx.inspect.pictures import render_svg
@@ -202,24 +204,36 @@ async def _dag(state: CliState, key: str, fmt: str, include_messages: bool) -> t
 DAG_FORMATS = (*dag_mod.FORMATS, "svg")
 
 
+async def _dag_to(
+    state: CliState, key: str, fmt: str, messages: bool, out: Path | None, force: bool
+) -> tuple[str, int, int]:
+    """The DAG drawn; written to `out` (checked before any work, written whole) when one is named."""
+    if out is not None:
+        guard_output(out, force=force, protected=database_files(state.db))
+    body, nodes, edges = await _dag(state, key, fmt, messages)
+    if out is not None:
+        await asyncio.to_thread(write_atomic, out, body)
+    return body, nodes, edges
+
+
 def dag(
     ctx: typer.Context,
     key: str = typer.Option(..., "--key", "-k", help="Whose DAG (every session of this key)."),
     fmt: str = typer.Option("dot", "--format", "-f", help="dot, graphml, mermaid, or svg (drawn by Graphviz dot)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
     no_messages: bool = typer.Option(False, "--no-messages", help="Leave out raw messages no summary covers."),
+    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists (never the database)."),
 ) -> None:
     """Export or draw a session key's summary DAG (summaries → sources): DOT, GraphML, Mermaid or SVG.
 
-    Summary nodes show kind, depth, tokens and the time range they cover; items in the current context are drawn bold. SVG needs Graphviz's `dot` on PATH.
+    Summary nodes show kind, depth, tokens and the time range they cover; items in the current context are drawn bold. SVG needs Graphviz's `dot` on PATH. An existing --out file is replaced only with --force.
     """  # noqa: E501
     if fmt not in DAG_FORMATS:
         raise typer.BadParameter(f"--format must be one of {', '.join(DAG_FORMATS)}, got {fmt!r}")
-    body, nodes, edges = run(_dag(state_of(ctx), key, fmt, not no_messages))
+    body, nodes, edges = run(_dag_to(state_of(ctx), key, fmt, not no_messages, out, force))
     if out is None:
         print(body, end="")
         return
-    out.write_text(body, encoding="utf-8")
     err_console.print(f"wrote {out} ({fmt}: {nodes} nodes, {edges} edges)", highlight=False)
 
 

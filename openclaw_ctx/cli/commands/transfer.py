@@ -116,13 +116,17 @@ def export_command(
     out: Path = typer.Option(..., "--out", "-o", help="Directory (--key), or a .jsonl file or directory (--session)."),
     key: str = typer.Option(None, "--key", "-k", help="Export every session of this key's chain, plus sessions.json."),
     session: str = typer.Option(None, "--session", "-s", help="Export one session by id."),
+    force: bool = typer.Option(False, "--force", "-f", help="Replace transcript files that already exist."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
 ) -> None:
-    """Write stored sessions as OpenClaw JSONL (v3) transcripts."""
+    """Write stored sessions as OpenClaw JSONL (v3) transcripts.
+
+    An existing transcript file is replaced only with --force, and never the database itself; a refused export writes nothing.
+    """  # noqa: E501
     if (key is None) == (session is None):
         raise typer.BadParameter("give exactly one of --key and --session")
     state = state_of(ctx)
-    report = run(_export(state, key, session, out))
+    report = run(_export(state, key, session, out, force))
     if as_json:
         console.print_json(json.dumps(report.model_dump(by_alias=True), ensure_ascii=False))
         return
@@ -134,9 +138,9 @@ def export_command(
         console.print(f"wrote {report.sessions_json} (key {report.session_key})", highlight=False, soft_wrap=True)
 
 
-async def _export(state: CliState, key: str | None, session: str | None, out: Path) -> ExportReport:
+async def _export(state: CliState, key: str | None, session: str | None, out: Path, force: bool) -> ExportReport:
     store = await open_store(state)
     try:
-        return await export_session(store, session_key=key, session_id=session, out=out)
+        return await export_session(store, session_key=key, session_id=session, out=out, force=force)
     finally:
         await store.close()

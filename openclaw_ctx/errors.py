@@ -19,6 +19,7 @@
     │   └── SummarizerAuthError         never produces a summary row
     ├── CompactionError
     ├── ContextOverflowError            the prompt cannot be made to fit
+    ├── RecallQueryError                a recall request that cannot run as written (names the limit it breaks)
     ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
     ├── AbortError                      the caller aborted the operation (never quarantines)
     └── MissingDependencyError          an optional outside tool or package is not installed (says how to get it)
@@ -47,6 +48,7 @@ __all__ = [
     "ProviderError",
     "ProviderErrorKind",
     "ReadOnlyViolationError",
+    "RecallQueryError",
     "SchemaTooNewError",
     "StoreError",
     "SummarizerAuthError",
@@ -144,6 +146,10 @@ ProviderErrorKind = Literal[
     "spend_limit",
     "empty",
 ]
+
+
+class RecallQueryError(OpenClawCtxError, ValueError):
+    """A recall request that cannot run as written (empty pattern, invalid regex, bad argument, over a limit)."""
 
 
 class ProviderError(OpenClawCtxError):

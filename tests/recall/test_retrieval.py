@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event, text
 
-from engines.lossless import retrieval
-from engines.lossless.fts import RecallQueryError
-from engines.lossless.retrieval import describe, expand, grep
-from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx import recall as retrieval
+from openclaw_ctx.errors import NotFoundError, RecallQueryError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
+from openclaw_ctx.recall import describe, expand, grep
+from openclaw_ctx.recall.covers import COVER_SQL
+from openclaw_ctx.recall.subtree import SUBTREE_SQL
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
@@ -224,8 +225,8 @@ async def test_regex_mode(store: Store) -> None:
 async def test_regex_scan_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     h = History("agent:main:big")
     await add_messages(store, h, [f"row {i} zz" for i in range(30)])
-    monkeypatch.setattr("engines.lossless.fts.REGEX_PAGE", 5)
-    monkeypatch.setattr("engines.lossless.fts.REGEX_MAX_SCAN", 10)
+    monkeypatch.setattr("openclaw_ctx.recall.regex_scan.REGEX_PAGE", 5)
+    monkeypatch.setattr("openclaw_ctx.recall.regex_scan.REGEX_MAX_SCAN", 10)
     hits = await grep(store, r"row \d+ zz$", mode="regex", session_key=h.key, limit=50)
     assert len(hits) == 10 and not hits.complete
     assert hits[0].snippet == "row 29 zz"
@@ -368,11 +369,9 @@ async def test_subtree_query_plans_use_indexes(store: Store) -> None:
     """
     await build_planted(store)
     async with store.read() as conn:
-        rows = await conn.execute(text("EXPLAIN QUERY PLAN " + retrieval.SUBTREE_SQL), {"root": "x", "max_lvl": 64})
+        rows = await conn.execute(text("EXPLAIN QUERY PLAN " + SUBTREE_SQL), {"root": "x", "max_lvl": 64})
         plan = [r[3] for r in rows]
-        cover = await conn.execute(
-            text("EXPLAIN QUERY PLAN " + retrieval._COVER_SQL.text.replace("IN :ids", "IN (1, 2)"))
-        )
+        cover = await conn.execute(text("EXPLAIN QUERY PLAN " + COVER_SQL.text.replace("IN :ids", "IN (1, 2)")))
         cover_plan = [r[3] for r in cover]
     joined = " | ".join(plan)
     assert "USING COVERING INDEX sqlite_autoindex_summary_parents_1 (summary_id=?)" in joined

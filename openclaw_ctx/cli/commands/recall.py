@@ -15,10 +15,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from engines.lossless import dag as dag_mod
-from engines.lossless import retrieval
+from openclaw_ctx import recall as retrieval
+from openclaw_ctx import registry
 from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
+from openclaw_ctx.inspect import dag as dag_mod
 from openclaw_ctx.inspect.pictures import render_svg
 from openclaw_ctx.store.store import Store
 
@@ -91,9 +92,8 @@ def print_grep_hits(hits: retrieval.GrepHits, pattern: str, sort: str = "recency
 # --- describe --------------------------------------------------------------------------------------
 
 
-async def _describe(
-    state: CliState, ref: str, token_cap: int | None, expand_file: bool
-) -> retrieval.SummaryDescription | retrieval.MessageDescription | retrieval.FileDescription:
+async def _describe(state: CliState, ref: str, token_cap: int | None, expand_file: bool) -> retrieval.Description:
+    registry.ensure_engines_loaded()  # an engine's own ids (file_…) are described by the engine
     async with await _open(state) as store:
         return await retrieval.describe(store, ref, token_cap=token_cap, expand_file=expand_file)
 

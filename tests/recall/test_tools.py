@@ -311,3 +311,13 @@ async def test_engine_hooks_grant_and_revoke_the_child_tools(store: Store) -> No
     main_tools = {t.name: t for t in engine.tools(a.key)}
     answer = json.loads(await call(main_tools["lcm_expand_query"], {"prompt": "vault170?", "query": "vault170"}))
     assert "vault170 holds the spare key 555" in answer["answer"]
+
+
+async def test_grep_tool_over_sqlite_like_bounds_answers_with_the_limit(store: Store) -> None:
+    """Issue #13: the model's lcm_grep gets an error naming the bound, never a crash."""
+    a, _b = await build_planted(store)
+    tools = tools_of(store, a.key)
+    many = await call(tools["lcm_grep"], {"pattern": " ".join(f"文{i}" for i in range(1001))})
+    assert many.startswith("error: lcm_grep: ") and "at most 256" in many
+    long = await call(tools["lcm_grep"], {"pattern": "中" * 20_000, "allSessions": True})
+    assert long.startswith("error: lcm_grep: ") and "at most 50000" in long

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -400,3 +405,63 @@ def test_sql_on_missing_and_foreign_files(tmp_path: Path) -> None:
     text_file.write_text("hello, not sqlite")
     assert_clean_failure(invoke("--db", str(text_file), "sql", "SELECT * FROM sqlite_master"), "notes.db", "not SQLite")
     assert text_file.read_text() == "hello, not sqlite"
+
+
+# --- sql bounds (issue #13) -----------------------------------------------------------------------
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT {what} FROM c"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["SELECT fts3_tokenizer('simple')", "SELECT hex(fts3_tokenizer('porter'))", "SELECT load_extension('x')"],
+)
+def test_sql_allows_only_listed_functions(seeded: dict[str, Any], db_path: Path, statement: str) -> None:
+    result = invoke("--db", str(db_path), "sql", statement, "--json")
+    assert_clean_failure(result, "is not on the list of functions `sql` allows")
+    assert result.stdout == ""
+
+
+def test_sql_listed_functions_still_answer(seeded: dict[str, Any], db_path: Path) -> None:
+    statement = (
+        "SELECT count(*) AS n, max(length(text)) > 0 AS long, json_extract('{\"a\": 2}', '$.a') AS a, "
+        "upper('x') || printf('%d', 7) AS s, date('2026-01-31') AS d FROM messages"
+    )
+    assert json_of(invoke("--db", str(db_path), "sql", statement, "--json")) == [
+        {"n": 5, "long": 1, "a": 2, "s": "X7", "d": "2026-01-31"}
+    ]
+    ranked = "SELECT bm25(messages_fts) < 0 AS b FROM messages_fts WHERE messages_fts MATCH 'files'"
+    assert json_of(invoke("--db", str(db_path), "sql", ranked, "--json")) == [{"b": 1}]
+
+
+def test_sql_json_and_csv_stop_at_the_row_cap(seeded: dict[str, Any], db_path: Path) -> None:
+    for fmt in ("--json", "--csv"):
+        result = invoke("--db", str(db_path), "sql", ENDLESS.format(what="x"), fmt, "--max-rows", "50")
+        assert_clean_failure(result, "more than 50 rows", "--max-rows N", "--limit N")
+        assert result.stdout == ""
+    first = json_of(invoke("--db", str(db_path), "sql", ENDLESS.format(what="x"), "--json", "--limit", "3"))
+    assert first == [{"x": 1}, {"x": 2}, {"x": 3}]
+    small = json_of(invoke("--db", str(db_path), "sql", "SELECT message_id FROM messages", "--json", "--max-rows", "5"))
+    assert len(small) == 5
+
+
+def test_sql_stops_at_its_timeout(seeded: dict[str, Any], db_path: Path) -> None:
+    result = invoke("--db", str(db_path), "sql", ENDLESS.format(what="count(*)"), "--json", "--timeout", "0.2")
+    assert_clean_failure(result, "ran longer than 0.2 s", "--timeout SECONDS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the query's worker thread")
+def test_sql_ctrl_c_stops_a_running_query(seeded: dict[str, Any], db_path: Path) -> None:
+    command = [sys.executable, "-m", "openclaw_ctx", "--db", str(db_path), "sql", ENDLESS.format(what="count(*)")]
+    proc = subprocess.Popen([*command, "--json", "--timeout", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # The statement runs in a worker thread: once it exists, the query is under way.
+        while proc.poll() is None and len(os.listdir(f"/proc/{proc.pid}/task")) < 2:
+            threading.Event().wait(0.05)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)  # a guard against a hang, not a measurement
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and b"Traceback" not in err

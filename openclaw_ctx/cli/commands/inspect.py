@@ -25,7 +25,7 @@ from openclaw_ctx.contract import EngineContext, supports
 from openclaw_ctx.errors import NotFoundError, StoreError
 from openclaw_ctx.inspect import doctor as doctor_mod
 from openclaw_ctx.inspect.doctor import EngineFacts
-from openclaw_ctx.inspect.sql import QueryResult, query
+from openclaw_ctx.inspect.sql import QueryLimitError, QueryResult, query
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
@@ -33,6 +33,8 @@ __all__ = ["engine_facts", "register"]
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 _TABLE_ROWS = 1000
+_ROW_CAP = 100_000
+_TIMEOUT_S = 60.0
 
 
 # --- doctor --------------------------------------------------------------------------------------
@@ -260,6 +262,20 @@ def _print_plan(result: QueryResult) -> None:
     console.print(root)
 
 
+async def _query(
+    state: CliState, statement: str, explain: bool, max_rows: int | None, cap: int, seconds: float
+) -> QueryResult:
+    """The query, its bounds' errors naming the options that raise them."""
+    try:
+        return await query(state.db, statement, explain=explain, max_rows=max_rows, row_cap=cap, timeout_s=seconds)
+    except QueryLimitError as exc:
+        if exc.bound == "rows":
+            hint = f"--max-rows {cap}); raise it with --max-rows N, or take the first N rows with --limit N"
+        else:
+            hint = f"--timeout {seconds:g}); raise it with --timeout SECONDS"
+        raise QueryLimitError(f"{exc.detail.removesuffix(')')}, {hint}", exc.bound, exc.value) from exc
+
+
 def sql(
     ctx: typer.Context,
     statement: str = typer.Argument(..., metavar='"SELECT …"', help="One read-only statement."),
@@ -267,13 +283,17 @@ def sql(
     as_csv: bool = typer.Option(False, "--csv", help="Rows as CSV with a header line."),
     explain: bool = typer.Option(False, "--explain", help="Print EXPLAIN QUERY PLAN instead of running it."),
     limit: int = typer.Option(None, "--limit", min=1, help=f"At most N rows \\[default: {_TABLE_ROWS} for tables]."),
+    max_rows: int = typer.Option(
+        _ROW_CAP, "--max-rows", min=1, help="Without --limit: refuse a --json/--csv result of more rows."
+    ),
+    timeout: float = typer.Option(_TIMEOUT_S, "--timeout", min=0.001, help="Stop the statement after SECONDS."),
 ) -> None:
-    """Run one read-only SQL statement against the database (writes are refused before they run)."""
+    """Run one read-only SQL statement against the database (writes are refused before they run; Ctrl-C stops it)."""
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")
     fmt = "json" if as_json else "csv" if as_csv else "table"
-    max_rows = limit if limit is not None else (_TABLE_ROWS if fmt == "table" and not explain else None)
-    result = run(query(state_of(ctx).db, statement, explain=explain, max_rows=max_rows))
+    shown = limit if limit is not None else (_TABLE_ROWS if fmt == "table" and not explain else None)
+    result = run(_query(state_of(ctx), statement, explain, shown, max_rows, timeout))
     if explain and fmt == "table":
         _print_plan(result)
     else:

@@ -10,7 +10,7 @@ Queries, each timed many times, ours and raw interleaved per query:
 - full-text over all keys: a unique needle, a rare term, a mid-frequency term, a very common term;
 - per key: a mid-frequency term within one session key.
 
-Ours is ``engines.lossless.retrieval.grep(store, term, scope="messages", limit=20, sort=...)`` (if that
+Ours is ``openclaw_ctx.recall.grep(store, term, scope="messages", limit=20, sort=...)`` (if that
 module is missing, the same FTS5 query through ``Store.read()``, the layer grep sits on). The
 baseline is the plain sqlite3 FTS5 query with a snippet: ``ORDER BY rowid DESC`` for recency (the same
 hits as grep), ``ORDER BY rank`` for bm25 (grep ranks only the newest 1,000 matches, so for common
@@ -132,7 +132,7 @@ def _queries(conn: sqlite3.Connection, n: int, keys: int, rng: random.Random, pe
 
 def _grep() -> Callable[..., Awaitable[Any]] | None:
     try:
-        module = importlib.import_module("engines.lossless.retrieval")
+        module = importlib.import_module("openclaw_ctx.recall")
     except ImportError:
         return None
     found: Callable[..., Awaitable[Any]] | None = getattr(module, "grep", None)
@@ -162,7 +162,7 @@ async def _measure(path: Path, qs: dict[str, Any], ctx: BenchContext) -> list[Ro
     raw = sqlite3.connect(path)
     store = await Store.open(path)
     layer = (
-        "engines.lossless.retrieval.grep (scope=messages, limit 20)"
+        "openclaw_ctx.recall.grep (scope=messages, limit 20)"
         if _grep()
         else "Store.read() + the same FTS5 SQL (grep not written yet)"
     )

@@ -19,6 +19,7 @@
     │   └── SummarizerAuthError         never produces a summary row
     ├── CompactionError
     ├── ContextOverflowError            the prompt cannot be made to fit
+    ├── RecallQueryError                a recall request that cannot run as written (names the limit it breaks)
     ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
     ├── AbortError                      the caller aborted the operation (never quarantines)
     ├── OutputPathError                 an output would overwrite a file unasked, or the database itself
@@ -49,6 +50,7 @@ __all__ = [
     "ProviderError",
     "ProviderErrorKind",
     "ReadOnlyViolationError",
+    "RecallQueryError",
     "SchemaTooNewError",
     "StoreError",
     "SummarizerAuthError",
@@ -146,6 +148,10 @@ ProviderErrorKind = Literal[
     "spend_limit",
     "empty",
 ]
+
+
+class RecallQueryError(OpenClawCtxError, ValueError):
+    """A recall request that cannot run as written (empty pattern, invalid regex, bad argument, over a limit)."""
 
 
 class ProviderError(OpenClawCtxError):

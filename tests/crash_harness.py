@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from engines.lossless.dag import deep_check
+from openclaw_ctx.inspect.dag import deep_check
 from openclaw_ctx.store.store import Store
 
 _SERVER = textwrap.dedent(

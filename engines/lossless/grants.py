@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
+from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
 from openclaw_ctx.contract import PrepareSubagentSpawnParams, SubagentEndedParams, SubagentSpawnPreparation
 from openclaw_ctx.errors import OpenClawCtxError
 from openclaw_ctx.store import repo
@@ -29,7 +31,7 @@ __all__ = [
     "prepare_grant",
 ]
 
-ENGINE_ID = "lossless-claw"
+ENGINE_ID = LOSSLESS_ENGINE_ID
 STATE_NAME = "grant"
 DEFAULT_TTL_MS = 5 * 60 * 1000
 MAX_DEPTH = 64
@@ -43,9 +45,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class Grant:
-    """One child session's right to expand summaries of `allowed_session_keys`."""
+class Grant(BaseModel):
+    """One child session's right to expand summaries of `allowed_session_keys`.
+
+    Stored as its fields' snake_case names (the ``engine_state`` value), as grants always were.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     child_session_key: str
     parent_session_key: str
@@ -81,14 +87,12 @@ class Grant:
 
     def to_json(self) -> dict[str, Any]:
         """The engine_state value."""
-        out = asdict(self)
-        out["allowed_session_keys"] = list(self.allowed_session_keys)
-        return out
+        return self.model_dump(mode="json")
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Grant:
         """Rebuild from an engine_state value."""
-        return cls(**{**value, "allowed_session_keys": tuple(value["allowed_session_keys"])})
+        return cls.model_validate(value)
 
 
 def _positive(name: str, value: object, upper: int | None = None) -> int:
@@ -135,7 +139,15 @@ class GrantStore:
             raise GrantError("a session cannot grant itself: parent and child keys are the same")
         now = self.clock()
         wanted = tuple(dict.fromkeys(allowed_session_keys or [parent_session_key]))
-        grant = Grant(child_session_key, parent_session_key, wanted, token_cap, max_depth, now, now + ttl_ms)
+        grant = Grant(
+            child_session_key=child_session_key,
+            parent_session_key=parent_session_key,
+            allowed_session_keys=wanted,
+            token_cap=token_cap,
+            max_depth=max_depth,
+            created_at_ms=now,
+            expires_at_ms=now + ttl_ms,
+        )
         async with self.store.transaction() as conn:
             raw = await repo.get_engine_state(conn, ENGINE_ID, parent_session_key, STATE_NAME)
             if raw is not None:
@@ -152,12 +164,13 @@ class GrantStore:
                 )
                 if not scope:
                     raise GrantError(f"cannot delegate keys outside the parent's grant: {', '.join(wanted)}")
-                grant = replace(
-                    grant,
-                    allowed_session_keys=scope,
-                    token_cap=min(token_cap, parent.remaining_tokens),
-                    max_depth=min(max_depth, parent.max_depth),
-                    expires_at_ms=min(grant.expires_at_ms, parent.expires_at_ms),
+                grant = grant.model_copy(
+                    update={
+                        "allowed_session_keys": scope,
+                        "token_cap": min(token_cap, parent.remaining_tokens),
+                        "max_depth": min(max_depth, parent.max_depth),
+                        "expires_at_ms": min(grant.expires_at_ms, parent.expires_at_ms),
+                    }
                 )
             await repo.set_engine_state(conn, ENGINE_ID, child_session_key, STATE_NAME, grant.to_json())
         return grant
@@ -191,7 +204,7 @@ class GrantStore:
             if raw is None:
                 raise GrantError(f"session {child_session_key} has no expansion grant")
             grant = Grant.from_json(raw)
-            grant = replace(grant, tokens_used=min(grant.token_cap, grant.tokens_used + max(0, tokens)))
+            grant = grant.model_copy(update={"tokens_used": min(grant.token_cap, grant.tokens_used + max(0, tokens))})
             await repo.set_engine_state(conn, ENGINE_ID, child_session_key, STATE_NAME, grant.to_json())
         return grant
 
@@ -203,7 +216,7 @@ class GrantStore:
                 return None
             grant = Grant.from_json(raw)
             if grant.revoked_at_ms is None:
-                grant = replace(grant, revoked_at_ms=self.clock(), revoked_reason=reason)
+                grant = grant.model_copy(update={"revoked_at_ms": self.clock(), "revoked_reason": reason})
                 await repo.set_engine_state(conn, ENGINE_ID, child_session_key, STATE_NAME, grant.to_json())
         return grant
 

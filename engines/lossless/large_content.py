@@ -4,7 +4,8 @@ Lossless by construction: the original message is never rewritten (``messages.me
 it whole, and FTS indexes its full text). A `large_content` row records that the model sees a short
 stub instead — ``[LCM Tool Output: file_xxx | tool=… | N bytes]`` or ``[LCM File: …]`` plus a
 deterministic exploration summary — and the session's context item carries the stub's token count.
-:func:`load_large_content` gives the original back.
+:func:`load_large_content` gives the original back; :func:`register_file_describer` lets core's
+``describe`` answer for ``file_…`` ids.
 """
 
 from __future__ import annotations
@@ -30,20 +31,26 @@ from openclaw_ctx.messages import (
     flatten_text,
     message_from_json,
 )
+from openclaw_ctx.recall import DescribeOptions, FileDescription, register_describer
 from openclaw_ctx.store.models import ContextItem, Message
 from openclaw_ctx.store.repo import message_token_count
 from openclaw_ctx.tokens import TokenCounter
 
 __all__ = [
+    "FILE_ID_PREFIX",
     "LargeContentRecord",
     "StubbedMessage",
+    "describe_large_content",
     "exploration_summary",
     "externalise_session",
     "load_large_content",
     "load_stubs",
     "may_be_large",
+    "register_file_describer",
     "stub_message",
 ]
+
+FILE_ID_PREFIX = "file_"
 
 _ROLES = ("toolResult", "bashExecution", "user", "custom")
 _FILE_BLOCK = re.compile(r"<file\b([^>]*)>(.*?)</file>", re.DOTALL)
@@ -94,7 +101,7 @@ def may_be_large(message: AgentMessage, threshold_tokens: int) -> bool:
 
 
 def _new_file_id() -> str:
-    return "file_" + secrets.token_hex(8)
+    return FILE_ID_PREFIX + secrets.token_hex(8)
 
 
 def _describe_json(value: Any) -> str:
@@ -311,3 +318,28 @@ async def load_large_content(conn: AsyncConnection, file_id: str) -> LargeConten
     if row is None:
         raise NotFoundError(f"no large content with id {file_id!r}")
     return LargeContentRecord(*row[:9], message=message_from_json(row[9]))
+
+
+async def describe_large_content(conn: AsyncConnection, file_id: str, options: DescribeOptions) -> FileDescription:
+    """Core ``describe`` for a ``file_…`` id: metadata, the stub, and with `expand_file` the text (32 KB).
+
+    Raises:
+        NotFoundError: no such file id.
+    """
+    record = await load_large_content(conn, file_id)
+    row = {
+        "file_id": record.file_id,
+        "session_key": record.session_key,
+        "message_id": f"msg_{record.message_id}",
+        "kind": record.kind,
+        "name": record.name,
+        "mime_type": record.mime_type,
+        "byte_size": record.byte_size,
+        "token_count": record.token_count,
+    }
+    return FileDescription.of(file_id, row, record.stub, record.content, with_content=options.expand_file)
+
+
+def register_file_describer() -> None:
+    """Make core's ``describe`` (the CLI's and the ``lcm_describe`` tool's) answer for ``file_…`` ids."""
+    register_describer(FILE_ID_PREFIX, describe_large_content)

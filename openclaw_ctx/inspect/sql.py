@@ -3,8 +3,12 @@
 Three layers keep it read-only: the statement is vetted before it runs (exactly one statement,
 beginning with SELECT, WITH, VALUES or a reading PRAGMA); the connection is opened with
 ``mode=ro`` and ``PRAGMA query_only=ON``; and an SQLite authorizer denies every action that is not
-a read while the statement is prepared (which catches ``WITH … DELETE`` and the like). The first
-layer gives the clear message; the other two make sure nothing slips through.
+a read while the statement is prepared (which catches ``WITH … DELETE`` and the like), and every
+function not on an explicit list (``fts3_tokenizer()`` hands out a native address, ``load_extension()``
+loads code). The first layer gives the clear message; the other two make sure nothing slips through.
+
+A running statement is bounded too: a progress handler stops it at its deadline or when the caller
+is cancelled (Ctrl-C), and an optional row cap refuses a result larger than asked for.
 """
 
 from __future__ import annotations
@@ -13,13 +17,24 @@ import asyncio
 import contextlib
 import re
 import sqlite3
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from openclaw_ctx.errors import DatabaseCorruptError, ReadOnlyViolationError, StoreError
+from openclaw_ctx.errors import AbortError, DatabaseCorruptError, ReadOnlyViolationError, StoreError
 
-__all__ = ["QueryResult", "check_read_only", "query", "run_query", "split_statements"]
+__all__ = [
+    "ALLOWED_FUNCTIONS",
+    "QueryLimitError",
+    "QueryResult",
+    "check_read_only",
+    "query",
+    "run_query",
+    "split_statements",
+]
 
 _READ_KEYWORDS = {"SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN"}
 
@@ -60,7 +75,29 @@ _READ_PRAGMAS = _PRAGMAS_WITH_ARG | {
     "user_version",
 }
 
-_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+# Functions a read may call: SQLite's core, date, math, JSON, aggregate and window functions and
+# the FTS auxiliaries. Left out on purpose: fts3_tokenizer (a native address), fts5 (an API
+# pointer), load_extension, optimize (an FTS write), sqlite_log and the rtree debugging functions.
+ALLOWED_FUNCTIONS = frozenset(
+    """
+    -> ->> abs acos acosh asin asinh atan atan2 atanh avg bm25 ceil ceiling changes char coalesce concat
+    concat_ws cos cosh count cume_dist current_date current_time current_timestamp date datetime degrees
+    dense_rank exp first_value floor format fts5_source_id glob group_concat hex highlight ifnull iif
+    instr json json_array json_array_length json_error_position json_extract json_group_array
+    json_group_object json_insert json_object json_patch json_pretty json_quote json_remove json_replace
+    json_set json_type json_valid jsonb jsonb_array jsonb_extract jsonb_group_array jsonb_group_object
+    jsonb_insert jsonb_object jsonb_patch jsonb_remove jsonb_replace jsonb_set julianday lag
+    last_insert_rowid last_value lead length like likelihood likely ln log log10 log2 lower ltrim match
+    matchinfo max min mod nth_value ntile nullif octet_length offsets percent_rank pi pow power printf
+    quote radians random randomblob rank replace round row_number rtrim sign sin sinh snippet soundex
+    sqlite_compileoption_get sqlite_compileoption_used sqlite_source_id sqlite_version sqrt strftime
+    string_agg substr substring subtype sum tan tanh time timediff total total_changes trim trunc typeof
+    unhex unicode unixepoch unlikely upper zeroblob
+    """.split()
+)
+_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
+# The progress handler runs every this many SQLite VM steps: often enough for a prompt stop.
+_PROGRESS_STEPS = 10_000
 _AUTHORIZER_CODES = (
     "ALTER_TABLE ANALYZE ATTACH CREATE_INDEX CREATE_TABLE CREATE_TEMP_INDEX CREATE_TEMP_TABLE "
     "CREATE_TEMP_TRIGGER CREATE_TEMP_VIEW CREATE_TRIGGER CREATE_VIEW CREATE_VTABLE DELETE DETACH DROP_INDEX "
@@ -84,6 +121,15 @@ class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
     truncated: bool = False
+
+
+class QueryLimitError(StoreError):
+    """A statement stopped at a bound: more rows than its row cap, or longer than its time limit."""
+
+    def __init__(self, detail: str, bound: Literal["rows", "time"], value: float) -> None:
+        super().__init__(detail)
+        self.bound = bound
+        self.value = value
 
 
 def split_statements(sql: str) -> list[str]:
@@ -184,6 +230,8 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _translate(path: Path, exc: sqlite3.Error, denied: str | None) -> StoreError:
     message = str(exc)
+    if denied and denied.startswith("function "):
+        return ReadOnlyViolationError(f"refused: {denied[9:]}() is not on the list of functions `sql` allows")
     if denied:
         return ReadOnlyViolationError(f"refused: the statement would {denied or 'write'}; `sql` is read-only")
     if "readonly database" in message:
@@ -195,7 +243,69 @@ def _translate(path: Path, exc: sqlite3.Error, denied: str | None) -> StoreError
     return StoreError(f"SQL error: {message}")
 
 
-def run_query(path: str | Path, sql: str, *, explain: bool = False, max_rows: int | None = None) -> QueryResult:
+def _authorizer(denied: list[str]) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
+    """An SQLite authorizer allowing reads and listed functions; what it denies is appended to `denied`."""
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+        if action in _ALLOWED_ACTIONS or (action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS):
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_FUNCTION:
+            if (arg2 or "").lower() in ALLOWED_FUNCTIONS:
+                return sqlite3.SQLITE_OK
+            denied.append(f"function {arg2}")
+            return sqlite3.SQLITE_DENY
+        # SQLite itself asks this while connecting a virtual table (FTS5, pragma_* functions); the
+        # connection is mode=ro and query_only, and no UPDATE statement gets past check_read_only.
+        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master":
+            return sqlite3.SQLITE_OK
+        target = " ".join(a for a in (arg1, arg2) if a)
+        denied.append(f"{_ACTION_NAMES.get(action, f'action {action}')} {target}".strip())
+        return sqlite3.SQLITE_DENY
+
+    return authorize
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """When a running statement must stop: a deadline (monotonic seconds) and a cancel flag."""
+
+    timeout_s: float | None
+    cancel: threading.Event
+
+    def install(self, conn: sqlite3.Connection) -> Callable[[], str | None]:
+        """Set the progress handler on `conn`; returns what says, after an interrupt, which bound hit."""
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+
+        def over() -> str | None:
+            if self.cancel.is_set():
+                return "cancel"
+            return "time" if deadline is not None and time.monotonic() > deadline else None
+
+        conn.set_progress_handler(lambda: 1 if over() else 0, _PROGRESS_STEPS)
+        return over
+
+
+def _fetch(cursor: sqlite3.Cursor, max_rows: int | None, row_cap: int | None) -> list[tuple[Any, ...]]:
+    if max_rows is not None:
+        return cursor.fetchmany(max_rows + 1)
+    if row_cap is None:
+        return cursor.fetchall()
+    rows = cursor.fetchmany(row_cap + 1)
+    if len(rows) > row_cap:
+        raise QueryLimitError(f"the result has more than {row_cap} rows (the row cap)", "rows", row_cap)
+    return rows
+
+
+def run_query(
+    path: str | Path,
+    sql: str,
+    *,
+    explain: bool = False,
+    max_rows: int | None = None,
+    row_cap: int | None = None,
+    timeout_s: float | None = None,
+    cancel: threading.Event | None = None,
+) -> QueryResult:
     """Run one read-only statement against the database file at `path`.
 
     Args:
@@ -203,9 +313,14 @@ def run_query(path: str | Path, sql: str, *, explain: bool = False, max_rows: in
         sql: one SELECT / WITH / VALUES / EXPLAIN / reading PRAGMA statement.
         explain: return ``EXPLAIN QUERY PLAN`` of the statement instead of its rows.
         max_rows: stop after this many rows (``truncated`` tells whether more existed).
+        row_cap: without `max_rows`, refuse a result of more rows than this.
+        timeout_s: stop the statement after this many seconds.
+        cancel: stop the statement as soon as this is set (another thread sets it, e.g. on Ctrl-C).
 
     Raises:
-        ReadOnlyViolationError: the statement would write; nothing was run.
+        ReadOnlyViolationError: the statement would write or call a function not allowed; nothing was run.
+        QueryLimitError: more rows than `row_cap`, or longer than `timeout_s`.
+        AbortError: `cancel` was set.
         StoreError: several statements, an SQL error (message from SQLite), or no such file.
         DatabaseCorruptError: the file is not SQLite or is damaged.
     """
@@ -216,30 +331,49 @@ def run_query(path: str | Path, sql: str, *, explain: bool = False, max_rows: in
             raise StoreError("the statement is already an EXPLAIN; drop --explain")
         statement = f"EXPLAIN QUERY PLAN {statement}"
     denied: list[str] = []
-
-    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
-        if action in _ALLOWED_ACTIONS or (action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS):
-            return sqlite3.SQLITE_OK
-        # SQLite itself asks this while connecting a virtual table (FTS5, pragma_* functions); the
-        # connection is mode=ro and query_only, and no UPDATE statement gets past check_read_only.
-        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master":
-            return sqlite3.SQLITE_OK
-        target = " ".join(a for a in (arg1, arg2) if a)
-        denied.append(f"{_ACTION_NAMES.get(action, f'action {action}')} {target}".strip())
-        return sqlite3.SQLITE_DENY
-
     with contextlib.closing(_connect(file)) as conn:
-        conn.set_authorizer(authorize)
+        conn.set_authorizer(_authorizer(denied))
+        stopped = _Bounds(timeout_s, cancel or threading.Event()).install(conn)
         try:
             cursor = conn.execute(statement)
-            rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
+            rows = _fetch(cursor, max_rows, row_cap)
         except sqlite3.Error as exc:
-            raise _translate(file, exc, denied[0] if denied else None) from exc
+            raise _stopped_error(stopped(), timeout_s) or _translate(file, exc, denied[0] if denied else None) from exc
         columns = [d[0] for d in cursor.description or ()]
     truncated = max_rows is not None and len(rows) > max_rows
     return QueryResult(columns, rows[:max_rows] if truncated else rows, truncated)
 
 
-async def query(path: str | Path, sql: str, *, explain: bool = False, max_rows: int | None = None) -> QueryResult:
-    """:func:`run_query` in a worker thread (stdlib sqlite3 blocks)."""
-    return await asyncio.to_thread(run_query, path, sql, explain=explain, max_rows=max_rows)
+def _stopped_error(bound: str | None, timeout_s: float | None) -> Exception | None:
+    if bound == "cancel":
+        return AbortError("the query was interrupted")
+    if bound == "time" and timeout_s is not None:
+        return QueryLimitError(f"the query ran longer than {timeout_s:g} s (the time limit)", "time", timeout_s)
+    return None
+
+
+async def query(
+    path: str | Path,
+    sql: str,
+    *,
+    explain: bool = False,
+    max_rows: int | None = None,
+    row_cap: int | None = None,
+    timeout_s: float | None = None,
+) -> QueryResult:
+    """:func:`run_query` in a worker thread (stdlib sqlite3 blocks); cancelling the caller stops the statement."""
+    cancel = threading.Event()
+    try:
+        return await asyncio.to_thread(
+            run_query,
+            path,
+            sql,
+            explain=explain,
+            max_rows=max_rows,
+            row_cap=row_cap,
+            timeout_s=timeout_s,
+            cancel=cancel,
+        )
+    except asyncio.CancelledError:
+        cancel.set()  # the worker stops at its next progress check, so the loop can shut down
+        raise

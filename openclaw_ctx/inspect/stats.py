@@ -8,9 +8,10 @@ from the `compactions` table: the context size before and after each compaction.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
+from pydantic.alias_generators import to_camel
 from sqlalchemy import text
 
 from openclaw_ctx.errors import NotFoundError
@@ -19,9 +20,10 @@ from openclaw_ctx.store.store import Store
 __all__ = ["CompactionPoint", "KeyStats", "TurnPoint", "key_stats"]
 
 
-@dataclass(frozen=True)
-class TurnPoint:
+class TurnPoint(BaseModel):
     """One turn: what was assembled for the model, against which budget, and whether it compacted."""
+
+    model_config = ConfigDict(frozen=True)
 
     turn: int
     session_id: str
@@ -31,9 +33,10 @@ class TurnPoint:
     at: str
 
 
-@dataclass(frozen=True)
-class CompactionPoint:
+class CompactionPoint(BaseModel):
     """One compaction that changed the context."""
+
+    model_config = ConfigDict(frozen=True)
 
     at: str
     trigger: str
@@ -43,22 +46,24 @@ class CompactionPoint:
     summaries_created: int
 
 
-@dataclass
-class KeyStats:
-    """Everything `openclaw-ctx stats` shows for a key."""
+class KeyStats(BaseModel):
+    """Everything `openclaw-ctx stats` shows for a key; its JSON (:meth:`to_json`) has camelCase keys."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     session_key: str
     source: Literal["turns", "compactions"]
+    engine_id: str | None = Field(alias="engine")
     sessions: int
     messages: int
     stored_tokens: int
     context_tokens: int
     summaries: int
     max_depth: int | None
-    engine_id: str | None
-    turns: list[TurnPoint] = field(default_factory=list)
-    compactions: list[CompactionPoint] = field(default_factory=list)
+    turns: list[TurnPoint] = Field(default_factory=list)
+    compactions: list[CompactionPoint] = Field(default_factory=list)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def series(self) -> list[int]:
         """Context tokens per turn; without turn rows, before/after each compaction, then now."""
@@ -81,30 +86,25 @@ class KeyStats:
             marks += [False, True] if c.tokens_after is not None else [True]
         return [*marks, False]
 
-    def summary(self) -> dict[str, int]:
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def series_summary(self) -> dict[str, int]:
         """Min, median and max of the series."""
         values = self.series
         if not values:
             return {"min": 0, "median": 0, "max": 0}
         return {"min": min(values), "median": int(statistics.median(values)), "max": max(values)}
 
+    @model_serializer(mode="wrap")
+    def _points_last(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The per-point lists close the document, after the series, as the JSON has always had them.
+        data: dict[str, Any] = handler(self)
+        turns, compactions = data.pop("turns"), data.pop("compactions")
+        return {**data, "turns": turns, "compactions": compactions}
+
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "sessionKey": self.session_key,
-            "source": self.source,
-            "engine": self.engine_id,
-            "sessions": self.sessions,
-            "messages": self.messages,
-            "storedTokens": self.stored_tokens,
-            "contextTokens": self.context_tokens,
-            "summaries": self.summaries,
-            "maxDepth": self.max_depth,
-            "series": self.series,
-            "seriesSummary": self.summary(),
-            "turns": [asdict(t) for t in self.turns],
-            "compactions": [asdict(c) for c in self.compactions],
-        }
+        """A JSON-ready dict (camelCase keys; each turn's and compaction's own keys as stored)."""
+        return self.model_dump(mode="json", by_alias=True)
 
 
 _TOTALS = text(
@@ -122,7 +122,7 @@ _TURNS = text(
     "SELECT turn, session_id, assembled_tokens, budget, compacted, at FROM turns WHERE session_key = :k ORDER BY turn"
 )
 _COMPACTIONS = text(
-    "SELECT started_at, trigger, engine_id, tokens_before, tokens_after, summaries_created FROM compactions "
+    "SELECT started_at AS at, trigger, engine_id, tokens_before, tokens_after, summaries_created FROM compactions "
     "WHERE session_key = :k AND compacted = 1 ORDER BY started_at, compaction_id"
 )
 
@@ -137,10 +137,11 @@ async def key_stats(store: Store, session_key: str) -> KeyStats:
         totals = (await conn.execute(_TOTALS, {"k": session_key})).one()
         if totals.sessions == 0:
             raise NotFoundError(f"session key {session_key!r} has no sessions")
-        turns = [
-            TurnPoint(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in await conn.execute(_TURNS, {"k": session_key})
+        turns = [TurnPoint.model_validate(dict(r._mapping)) for r in await conn.execute(_TURNS, {"k": session_key})]
+        compactions = [
+            CompactionPoint.model_validate(dict(r._mapping))
+            for r in await conn.execute(_COMPACTIONS, {"k": session_key})
         ]
-        compactions = [CompactionPoint(*r) for r in await conn.execute(_COMPACTIONS, {"k": session_key})]
     return KeyStats(
         session_key=session_key,
         source="turns" if turns else "compactions",

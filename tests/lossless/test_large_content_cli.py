@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from lcm_helpers import active_id, assistant, host_persist, make_engine, tool_result, user
@@ -78,3 +81,32 @@ def test_unknown_file_id_is_a_clear_error(db_path: Path) -> None:
     externalised_file_id(db_path)
     missing = invoke(db_path, "describe", "file_0000000000000000")
     assert missing.exit_code != 0 and "no large content with id 'file_0000000000000000'" in missing.output
+
+
+def without_lossless(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a fresh process with only core's engine loaded (lossless-claw not installed)."""
+    env = {**os.environ, "OPENCLAW_CTX_ENGINES": "legacy", "COLUMNS": "200"}
+    command = [sys.executable, "-m", "openclaw_ctx", "--db", str(db), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def test_describe_a_file_id_without_the_plugin_names_it(db_path: Path) -> None:
+    file_id = externalised_file_id(db_path)
+    shown = without_lossless(db_path, "describe", file_id)
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr
+    assert "lossless-claw" in shown.stderr and "not installed" in shown.stderr
+    # Core recall still answers for the message the file came from.
+    message = without_lossless(db_path, "describe", "msg_3", "--json")
+    assert message.returncode == 0, message.stderr
+    assert json.loads(message.stdout)["kind"] == "message"
+
+
+def test_doctor_without_the_plugin_names_it_and_still_checks_deep(db_path: Path) -> None:
+    externalised_file_id(db_path)
+    result = without_lossless(db_path, "doctor", "--deep", "--json")
+    report = json.loads(result.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert "lossless-claw" not in [e["id"] for e in report["engines"]]
+    assert checks["plugin lossless-claw"]["status"] == "ok"  # no session here was written by it
+    assert "not installed" in checks["plugin lossless-claw"]["detail"]
+    assert checks["deep check"]["status"] == "ok", checks["deep check"]

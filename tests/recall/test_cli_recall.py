@@ -217,3 +217,20 @@ def test_console_script_runs_recall_commands(db_path: Path, planted: tuple[Histo
     assert proc.returncode == 0, proc.stderr
     hits = json.loads(proc.stdout)["hits"]
     assert hits[0]["id"] == f"msg_{a.ids[1]}"
+
+
+def test_grep_over_sqlite_like_bounds_is_a_clear_error(db_path: Path, planted: tuple[History, History]) -> None:
+    """Issue #13: very long LIKE patterns and more than 1000 terms used to crash (expression tree, "too complex")."""
+    a, _b = planted
+    many_cjk = " ".join(f"文{i}" for i in range(1001))  # CJK goes by LIKE: one AND clause per term
+    result = invoke(db_path, "grep", many_cjk, "--key", a.key)
+    assert result.exit_code == 1 and "Traceback" not in result.output + result.stderr
+    assert "1001terms" in flat(result.stderr) and "atmost256" in flat(result.stderr)
+    long_term = invoke(db_path, "grep", "中" * 20_000, "--all")
+    assert long_term.exit_code == 1 and "Traceback" not in long_term.output + long_term.stderr
+    assert "SQLiteallowsatmost50000" in flat(long_term.stderr)
+    # FTS takes any number of phrases, and a regex's literal prefilter is clipped to what LIKE accepts.
+    words = as_json(invoke(db_path, "grep", " ".join(["vault17"] * 1001), "--key", a.key, "--json"))
+    assert words["strategy"] == "fts" and words["hits"]
+    literal = as_json(invoke(db_path, "grep", "x" * 60_000, "--all", "--mode", "regex", "--json"))
+    assert literal["hits"] == [] and literal["complete"] is True

@@ -10,8 +10,8 @@ import networkx as nx
 import pytest
 from test_retrieval import History, add_messages, build_planted, condense, filler, summarize_oldest
 
-from engines.lossless.dag import deep_check, export, load_dag, validate
-from engines.lossless.fts import RecallQueryError
+from openclaw_ctx.errors import RecallQueryError
+from openclaw_ctx.inspect.dag import deep_check, export, load_dag, validate
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
@@ -169,8 +169,8 @@ async def test_export_formats(store: Store) -> None:
 async def test_real_engine_compactions_stay_valid_and_recallable(store: Store) -> None:
     """The lossless engine compacts (rotating twice); recall finds every planted fact's original."""
     from engines.lossless.engine import create_engine
-    from engines.lossless.retrieval import expand, grep
     from openclaw_ctx.contract import CompactParams, EngineContext
+    from openclaw_ctx.recall import expand, grep
 
     engine = create_engine(
         EngineContext(

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.lossless.fts import (
-    SearchRow,
+from openclaw_ctx.recall.fts import (
     fts_terms,
     has_cjk,
     like_pattern,
     like_terms,
     needs_like_fallback,
-    rank,
-    required_literal,
     sanitize_fts_query,
 )
+from openclaw_ctx.recall.regex_scan import required_literal
+from openclaw_ctx.recall.rows import SearchRow
+from openclaw_ctx.recall.search import rank
 
 DOCS = [
     "the vault17 code is 482913",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_retrieval import History, build_planted
 
-from engines.lossless.grants import GrantError, GrantStore, end_grant, prepare_grant
+from engines.lossless.grants import Grant, GrantError, GrantStore, end_grant, prepare_grant
 from engines.lossless.tools import ExpansionTask, build_tools
 from openclaw_ctx.contract import PrepareSubagentSpawnParams, SubagentEndedParams
 from openclaw_ctx.contract.model import ToolSpec
@@ -311,3 +311,33 @@ async def test_engine_hooks_grant_and_revoke_the_child_tools(store: Store) -> No
     main_tools = {t.name: t for t in engine.tools(a.key)}
     answer = json.loads(await call(main_tools["lcm_expand_query"], {"prompt": "vault170?", "query": "vault170"}))
     assert "vault170 holds the spare key 555" in answer["answer"]
+
+
+async def test_grep_tool_over_sqlite_like_bounds_answers_with_the_limit(store: Store) -> None:
+    """Issue #13: the model's lcm_grep gets an error naming the bound, never a crash."""
+    a, _b = await build_planted(store)
+    tools = tools_of(store, a.key)
+    many = await call(tools["lcm_grep"], {"pattern": " ".join(f"文{i}" for i in range(1001))})
+    assert many.startswith("error: lcm_grep: ") and "at most 256" in many
+    long = await call(tools["lcm_grep"], {"pattern": "中" * 20_000, "allSessions": True})
+    assert long.startswith("error: lcm_grep: ") and "at most 50000" in long
+
+
+def test_a_grant_stored_before_reads_back_and_stores_the_same() -> None:
+    """Grants in engine_state keep their snake_case shape: a database written before opens unchanged."""
+    stored = {
+        "child_session_key": "k:subagent:1",
+        "parent_session_key": "k",
+        "allowed_session_keys": ["k", "other"],
+        "token_cap": 4000,
+        "max_depth": 3,
+        "created_at_ms": 1_000,
+        "expires_at_ms": 301_000,
+        "tokens_used": 120,
+        "revoked_at_ms": None,
+        "revoked_reason": None,
+    }
+    grant = Grant.from_json(stored)
+    assert grant.allowed_session_keys == ("k", "other") and grant.remaining_tokens == 3880
+    assert grant.live(2_000) and not grant.live(301_000) and grant.allows("other")
+    assert grant.to_json() == stored

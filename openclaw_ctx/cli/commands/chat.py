@@ -23,7 +23,9 @@ import typer
 from rich.markup import escape
 from sqlalchemy import select
 
+from openclaw_ctx import recall
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, state_of
+from openclaw_ctx.cli.commands.recall import print_expansion, print_grep_hits
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.errors import OpenClawCtxError, ProviderError
 from openclaw_ctx.messages import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage
@@ -333,26 +335,20 @@ class ChatSession:
 
     async def grep(self, pattern: str) -> None:
         """`/grep PATTERN`: recall across every session of the key."""
-        from engines.lossless import retrieval
-        from openclaw_ctx.cli.commands.recall import print_grep_hits
-
         if not pattern:
             err_console.print("usage: /grep PATTERN")
             return
-        hits = await retrieval.grep(self.store, pattern, session_key=self.key, limit=20)
+        hits = await recall.grep(self.store, pattern, session_key=self.key, limit=20)
         print_grep_hits(hits, pattern)
 
     async def expand(self, args: str) -> None:
         """`/expand SUMMARY_ID [--messages]`."""
-        from engines.lossless import retrieval
-        from openclaw_ctx.cli.commands.recall import print_expansion
-
         words = shlex.split(args)
         refs = [w for w in words if not w.startswith("--")]
         if len(refs) != 1 or any(w not in ("--messages",) for w in words if w.startswith("--")):
             err_console.print("usage: /expand SUMMARY_ID [--messages]")
             return
-        result = await retrieval.expand(self.store, refs[0], include_messages="--messages" in words)
+        result = await recall.expand(self.store, refs[0], include_messages="--messages" in words)
         print_expansion(result)
 
     async def status(self, _args: str) -> None:

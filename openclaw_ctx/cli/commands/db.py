@@ -7,7 +7,6 @@ which refuses a schema newer than this code before touching a byte of it.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import io
 import json
@@ -25,6 +24,7 @@ from sqlalchemy import Column, Constraint, Index, Table
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
+from openclaw_ctx import registry
 from openclaw_ctx.cli.app import console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
 from openclaw_ctx.store.store import SchemaState, Store, alembic_config
@@ -102,15 +102,16 @@ async def schema_state(path: Path) -> SchemaState:
         return await store.schema_state()
 
 
-# Modules that declare tables on the shared declarative Base (alembic compares against Base.metadata,
-# which only knows the models that have been imported).
-MODEL_MODULES = ("openclaw_ctx.store.models", "engines.lossless.models")
+# Core's modules that declare tables on the shared declarative Base (alembic compares against
+# Base.metadata, which only knows the models that have been imported); engines declare theirs when
+# their entry points load.
+MODEL_MODULES = ("openclaw_ctx.store.models",)
 
 
 def _import_models() -> None:
     for name in MODEL_MODULES:
-        with contextlib.suppress(ModuleNotFoundError):
-            importlib.import_module(name)
+        importlib.import_module(name)
+    registry.ensure_engines_loaded()
 
 
 def _alembic_diffs(sync_conn: Connection) -> list[str]:

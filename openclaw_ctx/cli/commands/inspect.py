@@ -7,13 +7,10 @@ refuse an out-of-date schema instead of upgrading it, and ``sql`` opens the file
 from __future__ import annotations
 
 import csv
-import importlib
-import inspect as pyinspect
 import json
 import sys
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import asdict
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -25,164 +22,45 @@ from openclaw_ctx import registry
 from openclaw_ctx.cli.app import CliState, console, run, state_of
 from openclaw_ctx.config import OpenClawConfig, default_config_path
 from openclaw_ctx.contract import EngineContext, supports
-from openclaw_ctx.errors import NotFoundError, OpenClawCtxError, StoreError
-from openclaw_ctx.inspect.sql import QueryResult, query
+from openclaw_ctx.errors import NotFoundError, StoreError
+from openclaw_ctx.inspect import doctor as doctor_mod
+from openclaw_ctx.inspect.doctor import EngineFacts
+from openclaw_ctx.inspect.sql import QueryLimitError, QueryResult, query
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
-from openclaw_ctx.tokens import tokenizer_status
 
-__all__ = ["Check", "DoctorReport", "diagnose", "register"]
+__all__ = ["engine_facts", "register"]
 
-Status = Literal["ok", "warn", "fail"]
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 _TABLE_ROWS = 1000
-
-
-@dataclass
-class Check:
-    """One line of the doctor's report."""
-
-    name: str
-    status: Status
-    detail: str
-
-
-@dataclass
-class DoctorReport:
-    """Everything ``doctor`` found; ``ok`` is False when any check failed."""
-
-    checks: list[Check] = field(default_factory=list)
-    engines: list[dict[str, Any]] = field(default_factory=list)
-    quarantines: list[dict[str, Any]] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """True unless a check failed."""
-        return all(c.status != "fail" for c in self.checks)
-
-    def add(self, name: str, status: Status, detail: str) -> None:
-        """Record a check."""
-        self.checks.append(Check(name, status, detail))
+_ROW_CAP = 100_000
+_TIMEOUT_S = 60.0
 
 
 # --- doctor --------------------------------------------------------------------------------------
 
 
-def _exists(path: Path) -> bool:
-    return path.exists()
-
-
-async def _check_database(report: DoctorReport, path: Path) -> Store | None:
-    report.facts["database"] = str(path)
-    if not _exists(path):
-        report.add("database", "warn", f"{path} does not exist yet (the first write creates it)")
-        return None
-    try:
-        store = await Store.connect(path)
-    except OpenClawCtxError as exc:
-        report.add("database", "fail", exc.detail)
-        return None
-    try:
-        state = await store.schema_state()
-        report.facts.update(schema_revision=state.current, schema_head=state.head)
-        async with store.read() as conn:
-            mode = await conn.scalar(text("PRAGMA journal_mode"))
-            damage = [str(r[0]) for r in await conn.execute(text("PRAGMA quick_check(5)"))]
-    except OpenClawCtxError as exc:
-        await store.engine.dispose()
-        report.add("database", "fail", exc.detail)
-        return None
-    report.facts["journal_mode"] = mode
-    ok = damage == ["ok"]
-    report.add("database", "ok" if ok else "fail", str(path) if ok else f"{path}: damaged: {'; '.join(damage)}")
-    if state.up_to_date:
-        report.add("schema", "ok", f"revision {state.current} (head)")
-    else:
-        report.add(
-            "schema", "fail", f"revision {state.current or 'empty'}, head {state.head}: run `openclaw-ctx db upgrade`"
-        )
-    report.add("WAL", "ok" if mode == "wal" else "warn", f"journal_mode={mode}")
-    if ok and state.up_to_date:
-        return store
-    await store.engine.dispose()  # engines must not be handed a store they cannot use
-    return None
-
-
-async def _check_engine(report: DoctorReport, config: OpenClawConfig | None, store: Store | None) -> None:
+async def engine_facts(config: OpenClawConfig | None, store: Store | None) -> EngineFacts:
+    """What the registry says about the slot's engine, for the doctor (resolved against `store`)."""
     selected, source = config.slot_engine() if config is not None else ("legacy", "default")
     registry.ensure_engines_loaded()
     reg = registry.get_registry()
-    for name, error in sorted(reg.load_errors.items()):
-        # A broken plugin the slot does not select is worth a warning; the selected one is fatal.
-        report.add(f"plugin {name}", "fail" if name == selected else "warn", f"entry point failed to load: {error}")
+    outcome: dict[str, str | None] = {}
     try:
         resolved = await registry.resolve_context_engine(config, EngineContext(store=store, openclaw_config=config))
     except Exception as exc:  # the default engine itself is broken: that is exactly what doctor reports
-        report.add("engine", "fail", f"{selected} ({source}): {type(exc).__name__}: {exc}")
+        outcome["resolve_error"] = f"{type(exc).__name__}: {exc}"
     else:
-        active = resolved.active_id
-        report.facts.update(engine_selected=selected, engine_source=source, engine_active=active)
-        if resolved.fallback_reason:
-            report.add("engine", "fail", f"{selected} ({source}) is {resolved.fallback_reason}; running {active}")
-        else:
-            report.add("engine", "ok", f"{active} ({source}, owner {resolved.owner})")
+        outcome.update(active=resolved.active_id, owner=resolved.owner, fallback_reason=resolved.fallback_reason)
         if supports(resolved.engine, "dispose"):
             await resolved.engine.dispose()
-    report.engines = [
+    # Listed after resolving: resolution may have quarantined the selected engine.
+    engines = [
         {"id": e.engine_id, "owner": e.owner, "lifecycle": e.lifecycle, "selected": e.engine_id == selected}
         for e in reg.list_engines()
     ]
-    report.quarantines = [asdict(q) for q in registry.list_quarantines()]
-
-
-async def _deep_check(report: DoctorReport, store: Store | None) -> None:
-    try:
-        deep_check = getattr(importlib.import_module("engines.lossless.dag"), "deep_check")  # noqa: B009
-    except (ImportError, AttributeError) as exc:
-        report.add("deep check", "warn", f"deep check unavailable ({exc})")
-        return
-    if store is None:
-        report.add("deep check", "warn", "skipped: no usable database")
-        return
-    result = deep_check(store)
-    problems = [str(p) for p in (await result if pyinspect.isawaitable(result) else result)]
-    report.facts["deep_problems"] = problems
-    if problems:
-        report.add("deep check", "fail", f"{len(problems)} problem(s): " + "; ".join(problems[:5]))
-    else:
-        report.add("deep check", "ok", "summary DAG and context items are consistent")
-
-
-def _check_tokenizer(report: DoctorReport) -> None:
-    status = tokenizer_status()
-    report.facts["tokenizer"] = asdict(status)
-    if status.exact:
-        report.add("tokenizer", "ok", f"{status.counter} ({status.detail})")
-    else:
-        report.add("tokenizer", "warn", f"HEURISTIC {status.counter}: token counts are estimates ({status.detail})")
-
-
-async def diagnose(state: CliState, *, deep: bool = False) -> DoctorReport:
-    """Run every doctor check for the database and config the CLI state names."""
-    report = DoctorReport()
-    config: OpenClawConfig | None = None
-    try:
-        config = state.config()
-        where = config.source_path or f"{state.config_path or default_config_path()} (absent: defaults)"
-        report.add("config", "ok", where)
-    except OpenClawCtxError as exc:
-        report.add("config", "fail", exc.detail)
-    store = await _check_database(report, state.db)
-    try:
-        await _check_engine(report, config, store)
-        _check_tokenizer(report)
-        if deep:
-            await _deep_check(report, store)
-    finally:
-        if store is not None:
-            await store.engine.dispose()
-    return report
+    quarantines = [asdict(q) for q in registry.list_quarantines()]
+    return EngineFacts(selected, source, dict(reg.load_errors), engines, quarantines, **outcome)
 
 
 def doctor(
@@ -191,10 +69,11 @@ def doctor(
     deep: bool = typer.Option(False, "--deep", help="Also verify the lossless summary DAG (slower)."),
 ) -> None:
     """Check the engine slot, registered engines, quarantines, database, schema and tokenizer. Exit 1 if broken."""
-    report = run(diagnose(state_of(ctx), deep=deep))
+    state = state_of(ctx)
+    default_config = state.config_path or default_config_path()
+    report = run(doctor_mod.diagnose(state.db, state.config, default_config, engine_facts, deep=deep))
     if as_json:
-        payload = {"ok": report.ok, **asdict(report)}
-        print(json.dumps(payload, ensure_ascii=False, default=str))
+        print(json.dumps(report.to_json(), ensure_ascii=False, default=str))
     else:
         table = Table(title="openclaw-ctx doctor", show_lines=False)
         for column in ("check", "status", "detail"):
@@ -234,7 +113,7 @@ def _cell(value: Any, width: int | None = None) -> str:
 
 
 async def _open_existing(state: CliState) -> Store:
-    if not _exists(state.db):
+    if not state.db.exists():
         raise StoreError(f"{state.db}: no database file")
     return await Store.open(state.db, upgrade=False)
 
@@ -383,6 +262,20 @@ def _print_plan(result: QueryResult) -> None:
     console.print(root)
 
 
+async def _query(
+    state: CliState, statement: str, explain: bool, max_rows: int | None, cap: int, seconds: float
+) -> QueryResult:
+    """The query, its bounds' errors naming the options that raise them."""
+    try:
+        return await query(state.db, statement, explain=explain, max_rows=max_rows, row_cap=cap, timeout_s=seconds)
+    except QueryLimitError as exc:
+        if exc.bound == "rows":
+            hint = f"--max-rows {cap}); raise it with --max-rows N, or take the first N rows with --limit N"
+        else:
+            hint = f"--timeout {seconds:g}); raise it with --timeout SECONDS"
+        raise QueryLimitError(f"{exc.detail.removesuffix(')')}, {hint}", exc.bound, exc.value) from exc
+
+
 def sql(
     ctx: typer.Context,
     statement: str = typer.Argument(..., metavar='"SELECT …"', help="One read-only statement."),
@@ -390,13 +283,17 @@ def sql(
     as_csv: bool = typer.Option(False, "--csv", help="Rows as CSV with a header line."),
     explain: bool = typer.Option(False, "--explain", help="Print EXPLAIN QUERY PLAN instead of running it."),
     limit: int = typer.Option(None, "--limit", min=1, help=f"At most N rows \\[default: {_TABLE_ROWS} for tables]."),
+    max_rows: int = typer.Option(
+        _ROW_CAP, "--max-rows", min=1, help="Without --limit: refuse a --json/--csv result of more rows."
+    ),
+    timeout: float = typer.Option(_TIMEOUT_S, "--timeout", min=0.001, help="Stop the statement after SECONDS."),
 ) -> None:
-    """Run one read-only SQL statement against the database (writes are refused before they run)."""
+    """Run one read-only SQL statement against the database (writes are refused before they run; Ctrl-C stops it)."""
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")
     fmt = "json" if as_json else "csv" if as_csv else "table"
-    max_rows = limit if limit is not None else (_TABLE_ROWS if fmt == "table" and not explain else None)
-    result = run(query(state_of(ctx).db, statement, explain=explain, max_rows=max_rows))
+    shown = limit if limit is not None else (_TABLE_ROWS if fmt == "table" and not explain else None)
+    result = run(_query(state_of(ctx), statement, explain, shown, max_rows, timeout))
     if explain and fmt == "table":
         _print_plan(result)
     else:

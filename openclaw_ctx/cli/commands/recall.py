@@ -16,11 +16,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from engines.lossless import dag as dag_mod
-from engines.lossless import retrieval
+from openclaw_ctx import recall, registry
 from openclaw_ctx._files import database_files, guard_output, write_atomic
 from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
 from openclaw_ctx.errors import StoreError
+from openclaw_ctx.inspect import dag as dag_mod
 from openclaw_ctx.inspect.pictures import render_svg
 from openclaw_ctx.store.store import Store
 
@@ -40,9 +40,9 @@ def _print_json(value: Any) -> None:
 # --- grep ------------------------------------------------------------------------------------------
 
 
-async def _grep(state: CliState, pattern: str, key: str | None, options: dict[str, Any]) -> retrieval.GrepHits:
+async def _grep(state: CliState, pattern: str, key: str | None, options: dict[str, Any]) -> recall.GrepHits:
     async with await _open(state) as store:
-        return await retrieval.grep(store, pattern, session_key=key, **options)
+        return await recall.grep(store, pattern, session_key=key, **options)
 
 
 def grep(
@@ -71,7 +71,7 @@ def grep(
     print_grep_hits(hits, pattern, sort)
 
 
-def print_grep_hits(hits: retrieval.GrepHits, pattern: str, sort: str = "recency") -> None:
+def print_grep_hits(hits: recall.GrepHits, pattern: str, sort: str = "recency") -> None:
     """The human rendering of grep hits (the `grep` command and the chat's `/grep`)."""
     table = Table(title=f"{len(hits)} hit(s) for {pattern!r} ({hits.strategy}, {sort})")
     for column in ("id", "kind", "where"):
@@ -93,11 +93,10 @@ def print_grep_hits(hits: retrieval.GrepHits, pattern: str, sort: str = "recency
 # --- describe --------------------------------------------------------------------------------------
 
 
-async def _describe(
-    state: CliState, ref: str, token_cap: int | None, expand_file: bool
-) -> retrieval.SummaryDescription | retrieval.MessageDescription | retrieval.FileDescription:
+async def _describe(state: CliState, ref: str, token_cap: int | None, expand_file: bool) -> recall.Description:
+    registry.ensure_engines_loaded()  # an engine's own ids (file_…) are described by the engine
     async with await _open(state) as store:
-        return await retrieval.describe(store, ref, token_cap=token_cap, expand_file=expand_file)
+        return await recall.describe(store, ref, token_cap=token_cap, expand_file=expand_file)
 
 
 def describe(
@@ -115,18 +114,18 @@ def describe(
         _print_json(found.to_dict())
         return
     row = found.row
-    if isinstance(found, retrieval.FileDescription):
+    if isinstance(found, recall.FileDescription):
         console.print(
             f"[bold]{found.id}[/] {row['kind']} {escape(str(row['name']))} · {row['byte_size']} bytes · "
             f"{row['token_count']} tok · {row['message_id']} · key {row['session_key']}"
         )
         console.print(escape(found.stub), highlight=False)
         if found.content is not None:
-            cut = f" (first {retrieval.FILE_CONTENT_CAP_BYTES} bytes)" if found.truncated else ""
+            cut = f" (first {recall.FILE_CONTENT_CAP_BYTES} bytes)" if found.truncated else ""
             console.rule(f"content{cut}")
             console.print(escape(found.content), highlight=False)
         return
-    if isinstance(found, retrieval.MessageDescription):
+    if isinstance(found, recall.MessageDescription):
         chain = " → ".join(c["id"] for c in found.covering) or "none (still raw)"
         console.print(
             f"[bold]{found.id}[/] {row['role']} #{row['seq']} · key {row['session_key']} · {row['token_count']} tok"
@@ -159,9 +158,9 @@ def describe(
 # --- expand ----------------------------------------------------------------------------------------
 
 
-async def _expand(state: CliState, ref: str, options: dict[str, Any]) -> retrieval.ExpandResult:
+async def _expand(state: CliState, ref: str, options: dict[str, Any]) -> recall.ExpandResult:
     async with await _open(state) as store:
-        return await retrieval.expand(store, ref, **options)
+        return await recall.expand(store, ref, **options)
 
 
 def expand(
@@ -181,7 +180,7 @@ def expand(
     print_expansion(result)
 
 
-def print_expansion(result: retrieval.ExpandResult) -> None:
+def print_expansion(result: recall.ExpandResult) -> None:
     """The human rendering of an expansion (the `expand` command and the chat's `/expand`)."""
     console.print(escape(result.render()), highlight=False, soft_wrap=True)
 

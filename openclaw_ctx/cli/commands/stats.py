@@ -58,7 +58,7 @@ def _overview(found: KeyStats) -> Table:
     table = Table(title=f"stats of {found.session_key}", show_header=False, box=box.SIMPLE_HEAD)
     table.add_column("what")
     table.add_column("value", justify="right")
-    series = found.summary()
+    series = found.series_summary
     per = "per turn" if found.source == "turns" else "at compactions"
     rows: list[tuple[str, str]] = [
         ("engine", found.engine_id or "legacy"),

@@ -19,8 +19,8 @@ import networkx as nx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from engines.lossless.fts import RecallQueryError
-from engines.lossless.retrieval import Source, reading
+from openclaw_ctx.errors import RecallQueryError
+from openclaw_ctx.store import ReadSource, reading
 
 __all__ = ["FORMATS", "Problem", "deep_check", "export", "load_dag", "validate"]
 
@@ -129,7 +129,7 @@ async def _load(conn: AsyncConnection, key: str, include_messages: bool) -> tupl
     return graph, contexts
 
 
-async def load_dag(source: Source, session_key: str, *, include_messages: bool = True) -> nx.DiGraph[str]:
+async def load_dag(source: ReadSource, session_key: str, *, include_messages: bool = True) -> nx.DiGraph[str]:
     """The DAG of one session key (all its sessions), with its current context as ``graph['context']``.
 
     Args:
@@ -142,7 +142,7 @@ async def load_dag(source: Source, session_key: str, *, include_messages: bool =
     return graph
 
 
-async def validate(source: Source, session_key: str | None = None) -> list[Problem]:
+async def validate(source: ReadSource, session_key: str | None = None) -> list[Problem]:
     """Check one key's DAG and contexts (every key when `session_key` is None); [] means healthy."""
     async with reading(source) as conn:
         if session_key is None:
@@ -156,7 +156,7 @@ async def validate(source: Source, session_key: str | None = None) -> list[Probl
     return problems
 
 
-async def deep_check(source: Source) -> list[Problem]:
+async def deep_check(source: ReadSource) -> list[Problem]:
     """:func:`validate` over every session key in the store (``doctor --deep``)."""
     return await validate(source, None)
 

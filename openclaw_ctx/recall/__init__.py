@@ -1,0 +1,61 @@
+"""Recall over the shared store, for every engine: grep, describe and expand across a key's sessions.
+
+Everything here reads core tables only (messages, summaries, their FTS indexes and the DAG edges),
+so it works whatever engine wrote them. An engine's own ids (lossless-claw's ``file_…``) reach
+:func:`describe` through :func:`register_describer`.
+"""
+
+from openclaw_ctx.errors import RecallQueryError
+from openclaw_ctx.recall.covers import covering_summaries
+from openclaw_ctx.recall.describe import (
+    FILE_CONTENT_CAP_BYTES,
+    DescribeOptions,
+    Description,
+    FileDescription,
+    ItemDescriber,
+    ManifestLine,
+    MessageDescription,
+    SummaryDescription,
+    describe,
+    register_describer,
+    unregister_describer,
+)
+from openclaw_ctx.recall.expand import ExpandEntry, ExpandResult, expand
+from openclaw_ctx.recall.fts import fts_terms, sanitize_fts_query
+from openclaw_ctx.recall.grep import MAX_LIMIT, GrepHit, GrepHits, Mode, Scope, Sort, grep
+from openclaw_ctx.recall.source import Source, camel_keys, parse_message_id, reading
+from openclaw_ctx.recall.subtree import Subtree, load_subtree
+
+__all__ = [
+    "FILE_CONTENT_CAP_BYTES",
+    "MAX_LIMIT",
+    "DescribeOptions",
+    "Description",
+    "ExpandEntry",
+    "ExpandResult",
+    "FileDescription",
+    "GrepHit",
+    "GrepHits",
+    "ItemDescriber",
+    "ManifestLine",
+    "MessageDescription",
+    "Mode",
+    "RecallQueryError",
+    "Scope",
+    "Sort",
+    "Source",
+    "Subtree",
+    "SummaryDescription",
+    "camel_keys",
+    "covering_summaries",
+    "describe",
+    "expand",
+    "fts_terms",
+    "grep",
+    "load_subtree",
+    "parse_message_id",
+    "reading",
+    "register_describer",
+    "sanitize_fts_query",
+    "unregister_describer",
+]

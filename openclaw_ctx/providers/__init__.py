@@ -19,8 +19,8 @@ Why httpx and not the vendors' SDKs:
 Public API: :class:`OpenAIClient`/:class:`OpenAIChatModel`, :class:`AnthropicClient`/:class:`AnthropicModel`
 (both Models implement ``openclaw_ctx.contract.model.Model``), :class:`ProviderTransport`, :class:`RetryPolicy`,
 :class:`CircuitBreaker`, :class:`SpendGuard`, :class:`ProviderError`, :class:`Secret`, and in
-:mod:`.settings` ``resolve_model`` / ``resolve_summarizer``. The summarizer is
-``openclaw_ctx.summarize.llm.LLMSummarizer``.
+:mod:`.settings` ``resolve_model``. The summarizer is ``openclaw_ctx.summarize.llm.LLMSummarizer``, built
+from the configuration by ``openclaw_ctx.summarize.settings.resolve_summarizer``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ they are never logged, never in a repr, never written anywhere.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,11 +27,8 @@ from openclaw_ctx.errors import ConfigError
 from openclaw_ctx.providers.anthropic import ANTHROPIC_BASE_URL, AnthropicClient, AnthropicModel
 from openclaw_ctx.providers.http import ChatClient, Secret
 from openclaw_ctx.providers.openai import OPENAI_BASE_URL, OpenAIChatModel, OpenAIClient
-from openclaw_ctx.providers.resilience import CircuitBreaker, SpendGuard
-from openclaw_ctx.summarize.base import Summarizer
-from openclaw_ctx.summarize.llm import LLMSummarizer
 
-__all__ = ["CONFIGURE_HELP", "ProviderSpec", "resolve_model", "resolve_summarizer", "resolve_summary_specs"]
+__all__ = ["CONFIGURE_HELP", "PLUGIN_ID", "ProviderSpec", "plugin_config", "resolve_model", "resolve_summary_specs"]
 
 Api = Literal["openai", "anthropic"]
 PLUGIN_ID = "lossless-claw"
@@ -122,7 +118,7 @@ def _spec(
     return ProviderSpec(provider=name, api=api, model=model, base_url=str(url), source=source, api_key=key)
 
 
-def _plugin_config(config: OpenClawConfig) -> dict[str, Any]:
+def plugin_config(config: OpenClawConfig) -> dict[str, Any]:
     entry = config.entry(PLUGIN_ID)
     return dict(entry.config) if entry is not None else {}
 
@@ -147,7 +143,7 @@ def resolve_summary_specs(
         ConfigError: a configured provider cannot be used as written (no key for a cloud endpoint, …).
     """
     env = os.environ if env is None else env
-    plugin = _plugin_config(config)
+    plugin = plugin_config(config)
     compaction = config.agents.defaults.compaction
     layers: list[tuple[Any, Any, str]] = [
         (model, provider, "argument"),
@@ -178,54 +174,6 @@ def resolve_summary_specs(
         elif isinstance(item, str) and item.strip():
             specs.append(_spec(config, env, item, None, "fallbackProviders"))
     return specs
-
-
-def _number(env: Mapping[str, str], plugin: Mapping[str, Any], key: str, default: float) -> float:
-    """A numeric plugin setting; ``LCM_<UPPER_SNAKE>`` in the environment overrides the plugin config."""
-    name = "LCM_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
-    raw: Any = env.get(name, plugin.get(key, default))
-    try:
-        return float(raw)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{name} / plugins.entries.{PLUGIN_ID}.config.{key}: expected a number, got {raw!r}") from exc
-
-
-def resolve_summarizer(
-    config: OpenClawConfig,
-    *,
-    model: str | None = None,
-    provider: str | None = None,
-    env: Mapping[str, str] | None = None,
-    **transport: Any,
-) -> Summarizer | None:
-    """An LLMSummarizer for the configured summary model and fallbacks, or None when none is configured.
-
-    Timeout, circuit breaker and spend guard come from the lossless-claw plugin config (``summaryTimeoutMs``,
-    ``circuitBreakerThreshold``/``CooldownMs``, ``summaryCallWindowMs``, ``summaryMaxCallsPerWindow``,
-    ``summarySpendBackoffMs``) or their ``LCM_*`` variables; `transport` overrides any ProviderTransport option.
-
-    Raises:
-        ConfigError: as for :func:`resolve_summary_specs`, or a non-numeric setting.
-    """
-    env = os.environ if env is None else env
-    specs = resolve_summary_specs(config, model=model, provider=provider, env=env)
-    if not specs:
-        return None
-    plugin = _plugin_config(config)
-    guard = SpendGuard(
-        max_calls=int(_number(env, plugin, "summaryMaxCallsPerWindow", 24)),
-        window_s=_number(env, plugin, "summaryCallWindowMs", 600_000) / 1000,
-        backoff_s=_number(env, plugin, "summarySpendBackoffMs", 1_800_000) / 1000,
-    )
-    threshold = int(_number(env, plugin, "circuitBreakerThreshold", 5))
-    cooldown_s = _number(env, plugin, "circuitBreakerCooldownMs", 1_800_000) / 1000
-    breakers = {s.provider: CircuitBreaker(s.provider, threshold=threshold, cooldown_s=cooldown_s) for s in specs}
-    options: dict[str, Any] = {"timeout_s": _number(env, plugin, "summaryTimeoutMs", 60_000) / 1000}
-    options.update(transport)
-    clients = [s.client(**{"breaker": breakers[s.provider], "spend_guard": guard, **options}) for s in specs]
-    return LLMSummarizer(
-        clients[0], specs[0].model, fallbacks=[(c, s.model) for c, s in zip(clients[1:], specs[1:], strict=True)]
-    )
 
 
 def resolve_model(

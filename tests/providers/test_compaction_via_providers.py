@@ -20,10 +20,11 @@ from openclaw_ctx.errors import SummarizerError
 from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_ctx.providers import RetryPolicy, SpendGuard
-from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer
+from openclaw_ctx.providers.settings import resolve_model
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryRequest
+from openclaw_ctx.summarize.settings import resolve_summarizer
 
 FAST: dict[str, Any] = {"retry": RetryPolicy(base_delay_s=0.01, max_delay_s=0.02), "sleep": RecordingSleep()}
 

@@ -17,11 +17,12 @@ from openclaw_ctx.contract.model import Model, ModelRequest
 from openclaw_ctx.errors import ConfigError, SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_ctx.providers import AnthropicClient, OpenAIClient, RetryPolicy, Secret
-from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer, resolve_summary_specs
+from openclaw_ctx.providers.settings import resolve_model, resolve_summary_specs
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer, SummaryRequest
 from openclaw_ctx.summarize.llm import LLMSummarizer, strip_reasoning
+from openclaw_ctx.summarize.settings import resolve_summarizer
 
 
 @pytest.fixture

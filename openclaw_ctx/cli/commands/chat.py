@@ -122,8 +122,9 @@ def _providers(config: OpenClawConfig) -> tuple[Model | None, Summarizer]:
     Raises:
         ConfigError: a configured provider cannot be used as written.
     """
-    from openclaw_ctx.providers.settings import resolve_model, resolve_summarizer
+    from openclaw_ctx.providers.settings import resolve_model
     from openclaw_ctx.summarize import default_summarizer
+    from openclaw_ctx.summarize.settings import resolve_summarizer
 
     turn_model = resolve_model(config)
     if turn_model is None:

@@ -13,8 +13,12 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
-import engines.lossless.models  # noqa: F401  (the lossless sidecar table is part of the schema)
+from openclaw_ctx.registry import ensure_engines_loaded
 from openclaw_ctx.store.models import Base
+
+# Engines declare their own tables (lossless-claw: large_content) on Base when their entry points load;
+# core names no engine here, so it migrates the same with a plugin absent.
+ensure_engines_loaded()
 
 config = context.config
 target_metadata = Base.metadata

@@ -7,7 +7,7 @@ from typing import Any
 
 from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.messages import AssistantMessage
-from openclaw_ctx.providers.convert import anthropic_response, anthropic_tools, to_anthropic_messages
+from openclaw_ctx.providers.convert_anthropic import anthropic_response, anthropic_tools, to_anthropic_messages
 from openclaw_ctx.providers.http import ChatClient, ChatModel, ProviderTransport, Secret
 
 __all__ = ["ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicClient", "AnthropicModel"]

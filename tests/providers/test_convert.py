@@ -23,14 +23,16 @@ from openclaw_ctx.messages import (
     to_wire,
 )
 from openclaw_ctx.providers.convert import (
-    anthropic_response,
-    anthropic_tools,
-    from_anthropic_messages,
     from_openai_messages,
     openai_response,
     openai_tools,
-    to_anthropic_messages,
     to_openai_messages,
+)
+from openclaw_ctx.providers.convert_anthropic import (
+    anthropic_response,
+    anthropic_tools,
+    from_anthropic_messages,
+    to_anthropic_messages,
 )
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

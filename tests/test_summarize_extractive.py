@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openclaw_ctx.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, default_summarizer
-from openclaw_ctx.summarize.extractive import extract_errors, extract_identifiers
+from openclaw_ctx.summarize.extract import extract_errors, extract_identifiers
 from openclaw_ctx.summarize.fallback import DIRECTIVE_MARKER, OMISSION_MARKER, deterministic_fallback, is_directive
 from openclaw_ctx.tokens import get_counter
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typer.testing import Result
 
 from openclaw_ctx.host.runtime import Runtime
-from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.testing import ScriptedModel
 
 KEY = "agent:main:cli"
 

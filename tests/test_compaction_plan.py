@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openclaw_ctx import testing
 from openclaw_ctx.compaction.plan import (
     NO_FIT_ERROR,
     FileOps,
@@ -35,21 +36,19 @@ from openclaw_ctx.messages import (
 
 
 def user(tokens: int = 10) -> UserMessage:
-    return UserMessage(content="u" * (tokens * 4))
+    return testing.user("u" * (tokens * 4))
 
 
 def say(tokens: int = 10) -> AssistantMessage:
-    return AssistantMessage(content=[TextContent(text="a" * (tokens * 4))])
+    return testing.assistant("a" * (tokens * 4))
 
 
 def call(cid: str, name: str = "bash", **args: object) -> AssistantMessage:
-    return AssistantMessage(content=[ToolCall(id=cid, name=name, arguments=dict(args))])
+    return testing.assistant(None, calls=[testing.tool_call(cid, name, args)])
 
 
 def result(cid: str, tokens: int = 10, *, error: bool = False) -> ToolResultMessage:
-    return ToolResultMessage(
-        tool_call_id=cid, tool_name="bash", content=[TextContent(text="r" * (tokens * 4))], is_error=error
-    )
+    return testing.tool_result(cid, "r" * (tokens * 4), is_error=error)
 
 
 # --- estimates and threshold -------------------------------------------------------------------------

@@ -25,11 +25,11 @@ from examples.make_example import OUTPUT as EXAMPLE
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.errors import EngineContractError, EngineNotFoundError
 from openclaw_ctx.host.runtime import Runtime
-from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent
 from openclaw_ctx.ops.adopters import adopter_for
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize import default_summarizer
+from openclaw_ctx.testing import ScriptedModel
 
 EXAMPLE_KEY = "file:9b2f64d1-5c3e-4a8f-b7d2-1e0c9a6f3b58"
 MAIN_KEY = "agent:main:main"

@@ -10,26 +10,18 @@ from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
     TextContent,
-    ToolCall,
     ToolResultMessage,
-    UserMessage,
 )
-
-
-def user(text: str = "hi") -> UserMessage:
-    return UserMessage(content=text)
+from openclaw_ctx.testing import assistant, tool_call, tool_result, user
+from openclaw_ctx.testing import assistant as say
 
 
 def call(*ids: str) -> AssistantMessage:
-    return AssistantMessage(content=[ToolCall(id=i, name=f"tool_{i}", arguments={"x": i}) for i in ids])
-
-
-def say(text: str = "ok") -> AssistantMessage:
-    return AssistantMessage(content=[TextContent(text=text)])
+    return assistant(None, calls=[tool_call(i, f"tool_{i}", {"x": i}) for i in ids])
 
 
 def result(cid: str, text: str = "out") -> ToolResultMessage:
-    return ToolResultMessage(tool_call_id=cid, tool_name=f"tool_{cid}", content=[TextContent(text=text)])
+    return tool_result(cid, text, name=f"tool_{cid}")
 
 
 def test_well_formed_list_is_unchanged() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from engines.legacy import LegacyContextEngine
+from openclaw_ctx import testing
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import (
     AssembleParams,
@@ -148,7 +149,7 @@ def slot(engine_id: str | None, **plugins: Any) -> OpenClawConfig:
 
 
 def user(text: str) -> UserMessage:
-    return UserMessage(content=text, timestamp=1)
+    return testing.user(text, timestamp=1)
 
 
 # --- registration -------------------------------------------------------------------------------

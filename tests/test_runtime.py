@@ -38,18 +38,14 @@ from openclaw_ctx.contract.host import cli_host
 from openclaw_ctx.contract.settings import RuntimeSettings
 from openclaw_ctx.errors import ContextOverflowError, HostRequirementError, ProviderError
 from openclaw_ctx.host.runtime import OVERFLOW_MESSAGE, Runtime
-from openclaw_ctx.host.scripted import ScriptedModel, ScriptedTools
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.registry import clear_context_engines_for_owner, register_context_engine_for_owner
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction, Message, Session
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.testing import ScriptedModel, ScriptedTools, reply
 
 _ids = itertools.count()
-
-
-def reply(text: str) -> AssistantMessage:
-    return AssistantMessage(content=[TextContent(text=text)], stop_reason="stop", model="scripted")
 
 
 class RecordingEngine:

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from openclaw_ctx import testing
 from openclaw_ctx.errors import DatabaseCorruptError, StoreError
 from openclaw_ctx.messages import AssistantMessage, TextContent, UserMessage
 from openclaw_ctx.store import repo
@@ -18,7 +19,7 @@ from openclaw_ctx.store.store import BUSY_TIMEOUT_MS, Store
 
 
 def user(text_value: str) -> UserMessage:
-    return UserMessage(content=text_value, timestamp=1_700_000_000_000)
+    return testing.user(text_value, timestamp=1_700_000_000_000)
 
 
 async def seed(store: Store, key: str, texts: list[str]) -> tuple[repo.SessionRow, list[repo.AppendResult]]:

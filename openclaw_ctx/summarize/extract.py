@@ -1,8 +1,8 @@
-"""What the extractive summarizer reads out of a serialized conversation: cue sentences, ids, errors, tools.
+"""What the extractive summarizer reads out of a serialized conversation: cue sentences, identifiers, errors.
 
-The conversation arrives as ``[User]: …``, ``[Assistant]: …``, ``[Assistant tool calls]: …`` and
-``[Tool result]: …`` records; :func:`extract` sorts its sentences by simple cues (requests, constraints,
-decisions, completed work, errors) and keeps every exact identifier (paths, ids, hashes, URLs) it finds.
+The input is the text callers hand to summarizers (``[User]: …``, ``[Assistant]: …``,
+``[Assistant tool calls]: …``, ``[Tool result]: …``); the output is an :class:`Extract`, which
+:mod:`openclaw_ctx.summarize.extractive` lays out as the structured summary.
 """
 
 from __future__ import annotations
@@ -181,6 +181,3 @@ def extract(source: str) -> Extract:
         if role in ("Assistant", "Text"):
             ex.last_statement = sentences[-1]
     return ex
-
-
-# --- the structured summary -------------------------------------------------------------------------

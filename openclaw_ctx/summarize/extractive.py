@@ -17,10 +17,12 @@ from openclaw_ctx.summarize.extract import Extract, clip, extract, extract_ident
 from openclaw_ctx.summarize.fallback import truncate_to_tokens
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
-__all__ = ["NAME", "ExtractiveSummarizer"]
+__all__ = ["ExtractiveSummarizer"]
 
 NAME = "extractive-v1"
 
+
+# --- the structured summary -------------------------------------------------------------------------
 
 _SECTIONS = (
     "## Goal",

@@ -8,12 +8,11 @@ from typing import Any
 from sqlalchemy import text
 
 from engines.lossless.engine import LosslessContextEngine, create_engine
+from openclaw_ctx import testing
 from openclaw_ctx.contract import EngineContext
 from openclaw_ctx.messages import (
     AgentMessage,
     AssistantMessage,
-    TextContent,
-    ToolCall,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -35,27 +34,29 @@ SMALL = {
 BASE_TS = 1_780_000_000_000
 
 
+def timestamp_at(i: int) -> int:
+    """The timestamp of message `i`: one a minute from BASE_TS."""
+    return BASE_TS + i * 60_000
+
+
 def user(text_: str, i: int = 0) -> UserMessage:
-    return UserMessage(content=text_, timestamp=BASE_TS + i * 60_000)
+    return testing.user(text_, timestamp=timestamp_at(i))
 
 
 def assistant(
     text_: str, i: int = 0, calls: Sequence[tuple[str, str]] = (), usage: int | None = None
 ) -> AssistantMessage:
-    blocks: list[Any] = [TextContent(text=text_)]
-    blocks += [ToolCall(id=cid, name=name, arguments={"path": f"/src/{cid}.py"}) for cid, name in calls]
-    return AssistantMessage(
-        content=blocks,
-        timestamp=BASE_TS + i * 60_000,
+    return testing.assistant(
+        text_,
+        calls=[testing.tool_call(cid, name, {"path": f"/src/{cid}.py"}) for cid, name in calls],
+        timestamp=timestamp_at(i),
         usage=Usage(input=usage) if usage is not None else None,
         stop_reason="toolUse" if calls else "stop",
     )
 
 
 def tool_result(call_id: str, text_: str, i: int = 0, name: str = "read_file") -> ToolResultMessage:
-    return ToolResultMessage(
-        tool_call_id=call_id, tool_name=name, content=[TextContent(text=text_)], timestamp=BASE_TS + i * 60_000
-    )
+    return testing.tool_result(call_id, text_, name=name, timestamp=timestamp_at(i))
 
 
 def conversation(turns: int, *, start: int = 0, words: int = 30) -> list[tuple[AgentMessage, str]]:

@@ -34,6 +34,7 @@ from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest
+from openclaw_ctx.testing import FakeSummarizer
 
 KEY = "agent:main:test:1"
 
@@ -225,20 +226,16 @@ async def test_audit_row_names_the_hosts_trigger(
         assert list(triggers) == [expected]
 
 
-class ReplySummarizer:
-    """A provider stand-in that answers with a fixed reply or raises a given error."""
+def doubled(request: SummaryRequest) -> str:
+    """A "summary" twice as long as its source: never accepted, so the engine escalates."""
+    return request.source_text * 2
+
+
+class ReplySummarizer(FakeSummarizer):
+    """A provider stand-in that answers with a fixed reply (default: a doubled source) or raises a given error."""
 
     def __init__(self, reply: str = "", error: Exception | None = None) -> None:
-        self.name = "reply-provider"
-        self.reply = reply
-        self.error = error
-        self.requests: list[SummaryRequest] = []
-
-    async def summarize(self, request: SummaryRequest) -> SummaryOutput:
-        self.requests.append(request)
-        if self.error is not None:
-            raise self.error
-        return SummaryOutput(text=self.reply or request.source_text * 2, summarizer=self.name)
+        super().__init__(reply or doubled, error=error, name="reply-provider")
 
 
 @pytest.mark.parametrize("error", [None, SummarizerError("boom")])

@@ -9,9 +9,9 @@ from lcm_helpers import SMALL
 
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.host.runtime import Runtime
-from openclaw_ctx.host.scripted import ScriptedModel
 from openclaw_ctx.messages import AssistantMessage, TextContent, to_wire
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.testing import ScriptedModel
 
 KEY = "agent:main:cache"
 

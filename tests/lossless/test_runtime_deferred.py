@@ -10,10 +10,9 @@ from sqlalchemy import text
 
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.host.runtime import Runtime
-from openclaw_ctx.host.scripted import ScriptedModel
-from openclaw_ctx.messages import AssistantMessage, TextContent
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest
+from openclaw_ctx.testing import ScriptedModel, reply
 
 KEY = "agent:main:deferred"
 
@@ -42,10 +41,6 @@ def config() -> OpenClawConfig:
             }
         }
     )
-
-
-def reply(text_: str) -> AssistantMessage:
-    return AssistantMessage(content=[TextContent(text=text_)], stop_reason="stop", model="scripted")
 
 
 async def compactions(store: Store) -> int:

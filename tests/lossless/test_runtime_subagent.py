@@ -11,9 +11,9 @@ from sqlalchemy import text
 from engines.lossless.grants import GrantError, GrantStore
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.host.runtime import Runtime
-from openclaw_ctx.host.scripted import ScriptedModel
-from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, flatten_text
+from openclaw_ctx.messages import AssistantMessage, ToolResultMessage, flatten_text
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.testing import ScriptedModel, assistant, tool_call, tool_use
 
 KEY = "agent:main:recall"
 
@@ -30,11 +30,11 @@ def config() -> OpenClawConfig:
 
 
 def call(call_id: str, name: str, arguments: dict[str, object]) -> AssistantMessage:
-    return AssistantMessage(content=[ToolCall(id=call_id, name=name, arguments=arguments)], stop_reason="toolUse")
+    return tool_use(tool_call(call_id, name, arguments))
 
 
 def say(text_: str) -> AssistantMessage:
-    return AssistantMessage(content=[TextContent(text=text_)], stop_reason="stop")
+    return assistant(text_, stop_reason="stop")
 
 
 async def leaf_over(store: Store, needle: str) -> str:

@@ -20,6 +20,8 @@ from bench.__main__ import main as bench_main
 from bench.core import BenchContext, PeerMissing, Row, Stat, Target
 from openclaw_ctx.messages import flatten_text, message_to_json, parse_message
 
+pytestmark = pytest.mark.slow
+
 # A benchmark whose peer is missing raises PeerMissing; that is a clean skip, not a failure.
 _PEER_MODULES = {"peers": ("agents", "google.adk")}
 

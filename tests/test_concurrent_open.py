@@ -10,8 +10,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from openclaw_ctx.store import Store
 from openclaw_ctx.store.store import alembic_config
+
+pytestmark = pytest.mark.slow
 
 _CLI = [sys.executable, "-m", "openclaw_ctx"]
 

@@ -14,6 +14,8 @@ import pytest
 from examples.make_example import PLANTED_FACTS
 from openclaw_ctx.transcripts import CompactionEntry, context_message, read_transcript
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "coding-session.jsonl"
 CLI = [sys.executable, "-m", "openclaw_ctx"]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
 CLI = [sys.executable, "-m", "openclaw_ctx"]
 

@@ -29,9 +29,12 @@ DATASETTE = Path(sys.executable).with_name("datasette")
 _PARAMETER = re.compile(r"^\.parameter set @(\w+) (.*)$", re.M)
 _LISTENING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
-pytestmark = pytest.mark.skipif(
-    not DATASETTE.exists() and shutil.which("datasette") is None, reason="datasette (dev extra) is not installed"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not DATASETTE.exists() and shutil.which("datasette") is None, reason="datasette (dev extra) is not installed"
+    ),
+]
 
 
 def _value(raw: str) -> str:

@@ -8,6 +8,10 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 NAMED = {"sessions", "messages", "summaries", "summary_messages", "summary_parents", "context_items", "compactions"}
 

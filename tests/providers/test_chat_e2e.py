@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, Reply, Slow, Status, serve
 
+pytestmark = pytest.mark.slow
+
 PLANTED = "the vault code is zanzibar-42"
 
 

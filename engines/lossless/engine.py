@@ -2,7 +2,7 @@
 
 Compaction plans in memory (:mod:`engines.lossless.compaction`) and then writes everything in one
 transaction: the new summary nodes and edges, the successor session with its full context item
-list (`repo.rotate_session`), the `compactions` audit row, and the cleared debt. A summarizer auth
+list and the `compactions` audit row (`repo.commit_compaction`), and the cleared debt. A summarizer auth
 failure writes nothing. Deferred mode records a `compaction_debt` row in `engine_state` after the
 turn instead of compacting inline; :meth:`LosslessContextEngine.drain_debt` and an over-budget
 `assemble` pay it, and it survives a restart.
@@ -385,33 +385,22 @@ class LosslessContextEngine:
                     {"sid": session.session_id, "last": last_ordinal},
                 )
             ).all()
-            for node in outcome.created:
-                await repo.insert_summary(conn, session, node)
             items: list[tuple[Any, Any, int]] = [(i.kind, i.ref, i.tokens) for i in outcome.items]
             items += [(kind, int(ref) if kind == "message" else ref, tokens) for kind, ref, tokens in extra]
-            successor = await repo.rotate_session(conn, session, items, reason="compaction", engine_id=ENGINE_ID)
-            after = sum(t for _, _, t in items)
             first_kept = next((i for i in outcome.items if i.kind == "message"), None)
-            top = outcome.created[-1]
-            await repo.record_compaction(
-                conn,
-                session_key=session.session_key,
-                before_session_id=session.session_id,
-                after_session_id=successor.session_id,
+            record = repo.CompactionRecord(
                 engine_id=ENGINE_ID,
                 trigger=trigger,
-                ok=1,
-                compacted=1,
-                reason=outcome.stop_reason,
                 tokens_before=before,
-                tokens_after=after,
-                summary_id=top.summary_id,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                reason=outcome.stop_reason,
                 first_kept_message_id=int(first_kept.ref) if first_kept else None,
                 first_kept_entry_id=first_kept.entry_id if first_kept else None,
-                summaries_created=len(outcome.created),
-                duration_ms=int((time.monotonic() - started) * 1000),
                 details={"passes": outcome.passes, "depths": sorted({n.depth for n in outcome.created})},
             )
+            successor = await repo.commit_compaction(conn, session, outcome.created, items, record)
+            after = sum(t for _, _, t in items)
+            top = outcome.created[-1]
             await repo.set_engine_state(conn, ENGINE_ID, session.session_key, DEBT_STATE, None)
             mark = await repo.get_engine_state(conn, ENGINE_ID, session.session_key, BOOTSTRAP_STATE)
             if isinstance(mark, dict):

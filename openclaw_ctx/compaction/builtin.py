@@ -2,9 +2,10 @@
 
 :func:`compact_session` loads a session's context, plans the cut (:mod:`openclaw_ctx.compaction.plan`),
 summarises the older part (chunked, iterative over the previous summary, with a split-turn prefix),
-and then writes everything in ONE transaction: the `legacy` summary row with edges to every message
-it covers and to the summary it updates, the successor session with its context items, and the
-`compactions` audit row. A crash at any point leaves the store as before or fully after.
+and then writes everything in ONE transaction (:func:`~openclaw_ctx.store.repo.commit_compaction`):
+the `legacy` summary row with edges to every message it covers and to the summary it updates, the
+successor session with its context items, and the `compactions` audit row. A crash at any point
+leaves the store as before or fully after.
 
 A summarizer auth failure writes nothing; any other summarizer failure or timeout still compacts,
 with the deterministic fallback summary (``fallback_level="deterministic"``).
@@ -442,31 +443,21 @@ async def _write(
     )
     async with store.transaction() as conn:
         appended = await _check_unchanged(conn, session.session_id, entries)
-        summary_id = await repo.insert_summary(conn, session, summary)
-        items: list[ItemRef] = [("summary", summary_id, summary_tokens), *(_ref(e) for e in plan.kept), *appended]
-        successor = await repo.rotate_session(
-            conn, session, items, reason=meta.rotation_reason, engine_id=meta.engine_id
-        )
-        tokens_after = sum(tokens for _, _, tokens in items)
-        await repo.record_compaction(
-            conn,
-            session_key=session.session_key,
-            before_session_id=session.session_id,
-            after_session_id=successor.session_id,
+        kept = [_ref(e) for e in plan.kept]
+        items: list[ItemRef] = [("summary", summary.summary_id, summary_tokens), *kept, *appended]
+        record = repo.CompactionRecord(
             engine_id=meta.engine_id,
             trigger=meta.trigger,
-            ok=1,
-            compacted=1,
             tokens_before=meta.tokens_before,
-            tokens_after=tokens_after,
-            summary_id=summary_id,
+            duration_ms=int((time.perf_counter() - meta.t0) * 1000),
+            rotation_reason=meta.rotation_reason,
             first_kept_message_id=first_kept.message_id if first_kept else None,
             first_kept_entry_id=first_kept.entry_id if first_kept else None,
-            summaries_created=1,
             started_at=meta.started_at,
-            duration_ms=int((time.perf_counter() - meta.t0) * 1000),
             details={**details, "summarizer": made.summarizer, "fallbackLevel": made.fallback_level},
         )
+        successor = await repo.commit_compaction(conn, session, [summary], items, record)
+    tokens_after = sum(tokens for _, _, tokens in items)
     return CompactResult(
         ok=True,
         compacted=True,

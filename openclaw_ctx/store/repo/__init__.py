@@ -8,7 +8,13 @@ never a loop of awaits. This face re-exports every public name of the modules be
 
 from openclaw_ctx._ids import new_session_id, new_summary_id
 from openclaw_ctx._time import utc_now
-from openclaw_ctx.store.repo.audit import mark_turn_compacted, record_compaction, record_turn
+from openclaw_ctx.store.repo.audit import (
+    CompactionRecord,
+    commit_compaction,
+    mark_turn_compacted,
+    record_compaction,
+    record_turn,
+)
 from openclaw_ctx.store.repo.context import (
     ContextEntry,
     ItemType,
@@ -39,6 +45,7 @@ from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
 
 __all__ = [
     "AppendResult",
+    "CompactionRecord",
     "ContextEntry",
     "Driver",
     "ItemType",
@@ -47,6 +54,7 @@ __all__ = [
     "SessionRow",
     "active_session",
     "append_messages",
+    "commit_compaction",
     "context_item_count",
     "context_tokens",
     "ensure_session",

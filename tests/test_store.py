@@ -264,9 +264,9 @@ def _leaf(results: list[repo.AppendResult]) -> repo.NewSummary:
 async def test_commit_compaction_writes_summary_successor_and_audit_row(store: Store) -> None:
     session, results = await seed(store, "k", ["a", "b", "c"])
     leaf = _leaf(results)
-    items: list[tuple[repo.ItemType, int | str, int]] = [
-        ("summary", leaf.summary_id, 7),
-        ("message", results[2].message_id, results[2].token_count),
+    items = [
+        repo.ItemRef("summary", leaf.summary_id, 7),
+        repo.ItemRef("message", results[2].message_id, results[2].token_count),
     ]
     record = repo.CompactionRecord(
         engine_id="legacy", trigger="manual", tokens_before=99, duration_ms=3, details={"why": "test"}
@@ -279,7 +279,7 @@ async def test_commit_compaction_writes_summary_successor_and_audit_row(store: S
         audit = (await conn.execute(text("SELECT * FROM compactions"))).mappings().one()
     assert old.status == "rotated"
     assert (successor.parent_session_id, successor.rotation_reason) == (session.session_id, "compaction")
-    assert [e.summary_id or e.message_id for e in entries] == [leaf.summary_id, results[2].message_id]
+    assert [e.ref for e in entries] == items
     assert dict(audit) | {"compaction_id": 0, "started_at": ""} == {
         "compaction_id": 0,
         "session_key": "k",
@@ -310,7 +310,7 @@ async def test_commit_compaction_failing_at_the_audit_row_leaves_nothing(store: 
                                    first_kept_message_id=999_999)  # fmt: skip
     with pytest.raises(IntegrityError):
         async with store.transaction() as conn:
-            await repo.commit_compaction(conn, session, [leaf], [("summary", leaf.summary_id, 7)], record)
+            await repo.commit_compaction(conn, session, [leaf], [repo.ItemRef("summary", leaf.summary_id, 7)], record)
     async with store.read() as conn:
         counts = [
             await conn.scalar(text(f"SELECT count(*) FROM {table}"))
@@ -321,3 +321,39 @@ async def test_commit_compaction_failing_at_the_audit_row_leaves_nothing(store: 
     assert counts == [0, 0, 0]
     assert sessions == [(session.session_id, "active")]
     assert active == session
+
+
+# --- typed context items -------------------------------------------------------------------------
+
+
+async def test_context_items_load_typed_and_their_refs_round_trip(store: Store) -> None:
+    session, results = await seed(store, "k", ["a", "b", "c"])
+    leaf = repo.NewSummary(
+        kind="leaf",
+        content="the first two",
+        token_count=7,
+        summarizer="test",
+        source_message_ids=[r.message_id for r in results[:2]],
+        descendant_count=2,
+        earliest_at="2026-01-01T00:00:00.000Z",
+        latest_at="2026-01-01T00:01:00.000Z",
+    )
+    record = repo.CompactionRecord(engine_id="legacy", trigger="manual", tokens_before=9, duration_ms=0)
+    kept = repo.ItemRef("message", results[2].message_id, results[2].token_count)
+    async with store.transaction() as conn:
+        successor = await repo.commit_compaction(
+            conn, session, [leaf], [repo.ItemRef("summary", leaf.summary_id, 11), kept], record
+        )
+        head, tail = await repo.load_context(conn, successor.session_id)
+        # Carrying the loaded items' refs into another successor writes the same context again.
+        again = await repo.rotate_session(conn, successor, [head.ref, tail.ref], reason="test", engine_id=None)
+        copied = await repo.load_context(conn, again.session_id)
+    assert isinstance(head, repo.SummaryItem) and head.kind == "summary"
+    assert head.summary == repo.SummaryRef(
+        leaf.summary_id, "leaf", 0, "the first two", 2, leaf.earliest_at, leaf.latest_at, "test", "none"
+    )
+    assert (head.ordinal, head.token_count, head.summary_id) == (0, 11, leaf.summary_id)
+    assert isinstance(tail, repo.MessageItem) and tail.kind == "message"
+    assert (tail.message_id, tail.entry_id, tail.seq, tail.message) == (results[2].message_id, "e2", 3, user("c"))
+    assert [e.ref for e in copied] == [head.ref, tail.ref] == [("summary", leaf.summary_id, 11), kept]
+    assert [type(e) for e in copied] == [repo.SummaryItem, repo.MessageItem]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -40,7 +40,7 @@ from engines.lossless.ingest import ENGINE_ID as LOSSLESS
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction, ContextItem, Message, Summary, SummaryMessage, SummaryParent
-from openclaw_ctx.store.repo import ContextEntry, SessionRow
+from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SessionRow, SummaryItem, SummaryRef
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
@@ -63,7 +63,7 @@ _UNBOUNDED = {
     "compact_until_under_deadline_ms": 1_000_000_000_000,
 }
 
-WindowRef = tuple[Literal["message", "summary"], int | str, int]
+WindowRef = ItemRef
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,9 @@ class _State:
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> _State:
         window: list[WindowRef] = [
-            ("message", int(ref), int(tokens)) if kind == "message" else ("summary", str(ref), int(tokens))
+            ItemRef("message", int(ref), int(tokens))
+            if kind == "message"
+            else ItemRef("summary", str(ref), int(tokens))
             for kind, ref, tokens in raw["window"]
         ]
         return cls(
@@ -300,8 +302,8 @@ async def _check_active(conn: AsyncConnection, session: SessionRow, state: _Stat
 
 def _ref(item: PlanItem) -> WindowRef:
     if item.kind == "message":
-        return ("message", int(item.ref), item.tokens)
-    return ("summary", str(item.ref), item.tokens)
+        return ItemRef("message", int(item.ref), item.tokens)
+    return ItemRef("summary", str(item.ref), item.tokens)
 
 
 _SUMMARY_COLUMNS = (
@@ -327,12 +329,12 @@ async def _summary_rows(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, 
     return out
 
 
-def _summary_fields(row: Any) -> dict[str, Any]:
+def _summary_ref(row: Any) -> SummaryRef:
     names = ("kind", "depth", "content", "descendant_count", "earliest_at", "latest_at", "summarizer", "fallback_level")
-    return {name: getattr(row, name) for name in names}
+    return SummaryRef(row.summary_id, *(getattr(row, name) for name in names))
 
 
-async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) -> list[ContextEntry]:
+async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) -> list[ResolvedItem]:
     """The carried window as context entries (ordinals are placeholders: the window precedes the page)."""
     message_ids = [int(ref) for kind, ref, _ in window if kind == "message"]
     messages = await repo.load_messages(conn, message_ids)
@@ -343,15 +345,14 @@ async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) ->
         )
         entry_ids.update({int(mid): eid for mid, eid in rows})
     summaries = await _summary_rows(conn, [str(ref) for kind, ref, _ in window if kind == "summary"])
-    out: list[ContextEntry] = []
+    out: list[ResolvedItem] = []
     for i, (kind, ref, tokens) in enumerate(window):
         ordinal = i - len(window) - 1
         if kind == "message":
             mid = int(ref)
-            out.append(ContextEntry(ordinal, "message", tokens, mid, messages[mid], entry_ids.get(mid)))
+            out.append(MessageItem(ordinal, tokens, mid, messages[mid], entry_ids.get(mid), None))
         else:
-            fields = _summary_fields(summaries[str(ref)])
-            out.append(ContextEntry(ordinal, "summary", tokens, summary_id=str(ref), summary=fields))
+            out.append(SummaryItem(ordinal, tokens, _summary_ref(summaries[str(ref)])))
     return out
 
 

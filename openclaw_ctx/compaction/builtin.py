@@ -20,12 +20,12 @@ import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from openclaw_ctx._time import iso_from_ms
 from openclaw_ctx.compaction.plan import (
     CompactionPlan,
     adaptive_chunk_ratio,
@@ -47,7 +47,7 @@ from openclaw_ctx.errors import AbortError, NotFoundError, SummarizerAuthError, 
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import ContextItem, Summary
-from openclaw_ctx.store.repo import ContextEntry
+from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SummaryItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer, SummaryKind, SummaryRequest, reset_spend_guard
 from openclaw_ctx.summarize.fallback import deterministic_fallback
@@ -234,16 +234,10 @@ async def _previous_rows(conn: AsyncConnection, ids: list[str]) -> dict[str, tup
     return {sid: (json.loads(raw) if raw else None, int(dtc or 0)) for sid, raw, dtc in rows}
 
 
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 def _time_range(plan: CompactionPlan) -> tuple[str | None, str | None]:
-    stamps = [_iso(getattr(e.message, "timestamp", None)) for e in plan.covered]
-    stamps += [e.summary.get("earliest_at") for e in plan.previous if e.summary]
-    stamps += [e.summary.get("latest_at") for e in plan.previous if e.summary]
+    stamps = [iso_from_ms(getattr(e.message, "timestamp", None)) for e in plan.covered]
+    stamps += [e.summary.earliest_at for e in plan.previous]
+    stamps += [e.summary.latest_at for e in plan.previous]
     known = sorted(s for s in stamps if s)
     return (known[0], known[-1]) if known else (None, None)
 
@@ -252,10 +246,7 @@ class _Conflict(Exception):
     """The session changed between planning and writing; nothing is written."""
 
 
-ItemRef = tuple[repo.ItemType, int | str, int]
-
-
-async def _check_unchanged(conn: AsyncConnection, session_id: str, entries: list[ContextEntry]) -> list[ItemRef]:
+async def _check_unchanged(conn: AsyncConnection, session_id: str, entries: list[ResolvedItem]) -> list[ItemRef]:
     """Verify the planned context is still the session's; return items appended since (carried over)."""
     session = await repo.get_session(conn, session_id)
     if session.status != "active":
@@ -273,23 +264,16 @@ async def _check_unchanged(conn: AsyncConnection, session_id: str, entries: list
             .order_by(ContextItem.ordinal)
         )
     ).all()
-    planned = [(e.ordinal, e.message_id, e.summary_id) for e in entries]
-    if [(r[0], r[1], r[2]) for r in rows[: len(planned)]] != planned:
+    stored = [(r[0], _row_ref(r[1], r[2], r[3], r[4])) for r in rows]
+    if stored[: len(entries)] != [(e.ordinal, e.ref) for e in entries]:
         raise _Conflict(f"the context of session {session_id} changed during compaction")
-    appended: list[ItemRef] = []
-    for r in rows[len(planned) :]:
-        appended.append(
-            ("message", int(r[1] or 0), int(r[4])) if r[3] == "message" else ("summary", str(r[2]), int(r[4]))
-        )
-    return appended
+    return [ref for _, ref in stored[len(entries) :]]
 
 
-def _ref(entry: ContextEntry) -> ItemRef:
-    if entry.item_type == "message":
-        assert entry.message_id is not None
-        return ("message", entry.message_id, entry.token_count)
-    assert entry.summary_id is not None
-    return ("summary", entry.summary_id, entry.token_count)
+def _row_ref(message_id: int | None, summary_id: str | None, item_type: str, tokens: int) -> ItemRef:
+    if item_type == "message":
+        return ItemRef("message", int(message_id or 0), int(tokens))
+    return ItemRef("summary", str(summary_id), int(tokens))
 
 
 async def compact_session(
@@ -335,7 +319,7 @@ async def compact_session(
         async with store.read() as conn:
             session = await repo.get_session(conn, session_id)
             entries = await repo.load_context(conn, session_id)
-            previous_ids = [e.summary_id for e in entries if e.summary_id is not None]
+            previous_ids = [e.summary_id for e in entries if isinstance(e, SummaryItem)]
             previous_rows = await _previous_rows(conn, previous_ids)
     except NotFoundError as exc:
         return _not_done(exc.detail, ok=False)
@@ -352,12 +336,10 @@ async def compact_session(
     if not plan.covered:
         return _not_done("nothing to compact")
 
-    previous = "\n\n".join(
-        _FILE_TAGS.sub("", str(e.summary.get("content", ""))).strip() for e in plan.previous if e.summary
-    )
+    previous = "\n\n".join(_FILE_TAGS.sub("", e.summary.content).strip() for e in plan.previous)
     prev_details: dict[str, list[str]] = {"readFiles": [], "modifiedFiles": []}
     for e in plan.previous:
-        details = previous_rows.get(e.summary_id or "", (None, 0))[0]
+        details = previous_rows.get(e.summary_id, (None, 0))[0]
         if isinstance(details, dict):
             for key in prev_details:
                 prev_details[key] += [str(p) for p in details.get(key) or []]
@@ -402,7 +384,7 @@ class _Meta:
 async def _write(
     store: Store,
     session: repo.SessionRow,
-    entries: list[ContextEntry],
+    entries: list[ResolvedItem],
     plan: CompactionPlan,
     made: _Summaries,
     content: str,
@@ -414,7 +396,7 @@ async def _write(
     summary_tokens = summary_item_tokens(content, store.counter)
     source_tokens = sum(e.token_count for e in covered)
     earliest, latest = _time_range(plan)
-    first_kept = next((e for e in plan.kept if e.item_type == "message"), None)
+    first_kept = next((e for e in plan.kept if isinstance(e, MessageItem)), None)
     details = {
         **ops.details(),
         "splitTurn": plan.cut.is_split_turn,
@@ -431,20 +413,20 @@ async def _write(
         summarizer=made.summarizer,
         model=made.model,
         fallback_level=made.fallback_level,
-        source_message_ids=[e.message_id for e in covered if e.message_id is not None],
-        source_summary_ids=[e.summary_id for e in plan.previous if e.summary_id is not None],
+        source_message_ids=[e.message_id for e in covered],
+        source_summary_ids=[e.summary_id for e in plan.previous],
         earliest_at=earliest,
         latest_at=latest,
-        descendant_count=len(covered) + sum(int((e.summary or {}).get("descendant_count") or 0) for e in plan.previous),
+        descendant_count=len(covered) + sum(e.summary.descendant_count for e in plan.previous),
         descendant_token_count=source_tokens
-        + sum(meta.previous_rows.get(e.summary_id or "", (None, 0))[1] for e in plan.previous),
+        + sum(meta.previous_rows.get(e.summary_id, (None, 0))[1] for e in plan.previous),
         source_message_token_count=source_tokens,
         details=details,
     )
     async with store.transaction() as conn:
         appended = await _check_unchanged(conn, session.session_id, entries)
-        kept = [_ref(e) for e in plan.kept]
-        items: list[ItemRef] = [("summary", summary.summary_id, summary_tokens), *kept, *appended]
+        kept = [e.ref for e in plan.kept]
+        items = [ItemRef("summary", summary.summary_id, summary_tokens), *kept, *appended]
         record = repo.CompactionRecord(
             engine_id=meta.engine_id,
             trigger=meta.trigger,
@@ -457,7 +439,7 @@ async def _write(
             details={**details, "summarizer": made.summarizer, "fallbackLevel": made.fallback_level},
         )
         successor = await repo.commit_compaction(conn, session, [summary], items, record)
-    tokens_after = sum(tokens for _, _, tokens in items)
+    tokens_after = sum(item.tokens for item in items)
     return CompactResult(
         ok=True,
         compacted=True,

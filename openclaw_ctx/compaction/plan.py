@@ -27,7 +27,7 @@ from openclaw_ctx.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from openclaw_ctx.store.repo import ContextEntry
+from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SummaryItem
 from openclaw_ctx.summarize.prompts import SPLIT_TURN_HEADER, serialize_for_summary, serialize_message
 
 __all__ = [
@@ -66,7 +66,7 @@ SUMMARY_MAX_CHARS = 16_000
 FILE_LIST_MAX_CHARS = 900
 NO_FIT_ERROR = "No complete recent message fits within keepRecentTokens"
 
-Entry = ContextEntry | AgentMessage
+Entry = ResolvedItem | AgentMessage
 
 
 # --- estimates and the threshold ------------------------------------------------------------------
@@ -116,17 +116,15 @@ def should_compact(context_tokens: int, context_window: int, settings: Compactio
 
 
 def _message(entry: Entry) -> AgentMessage | None:
-    if isinstance(entry, ContextEntry):
+    if isinstance(entry, MessageItem):
         return entry.message
-    return entry
+    return None if isinstance(entry, SummaryItem) else entry
 
 
 def _tokens(entry: Entry) -> int:
-    if isinstance(entry, ContextEntry):
-        if entry.token_count > 0 or entry.message is None:
-            return entry.token_count
-        return estimate_tokens(entry.message)
-    return estimate_tokens(entry)
+    if isinstance(entry, SummaryItem) or (isinstance(entry, MessageItem) and entry.token_count > 0):
+        return entry.token_count
+    return estimate_tokens(entry.message if isinstance(entry, MessageItem) else entry)
 
 
 def _is_cut_point(entry: Entry) -> bool:
@@ -385,14 +383,14 @@ class CompactionPlan:
     """What a compaction summarises, what it keeps, and the summaries it updates."""
 
     cut: CutPoint
-    previous: list[ContextEntry]
-    history: list[ContextEntry]
-    prefix: list[ContextEntry]
-    kept: list[ContextEntry]
-    orphans: list[ContextEntry] = field(default_factory=list)
+    previous: list[SummaryItem]
+    history: list[MessageItem]
+    prefix: list[MessageItem]
+    kept: list[ResolvedItem]
+    orphans: list[MessageItem] = field(default_factory=list)
 
     @property
-    def covered(self) -> list[ContextEntry]:
+    def covered(self) -> list[MessageItem]:
         """Every message entry the summary covers (history, turn prefix, orphaned results)."""
         return self.history + self.prefix + self.orphans
 
@@ -413,26 +411,27 @@ def summary_target(settings: CompactionSettings, token_budget: int | None) -> in
     return max(256, target)
 
 
-def plan_compaction(entries: list[ContextEntry], keep_recent: int) -> CompactionPlan:
+def plan_compaction(entries: list[ResolvedItem], keep_recent: int) -> CompactionPlan:
     cut = find_cut_point(entries, keep_recent)
     before = entries[: cut.first_kept_index]
-    previous = [e for e in before if e.item_type == "summary"]
-    history = [e for e in entries[: cut.history_end] if e.item_type == "message"]
-    prefix = [e for e in entries[cut.history_end : cut.first_kept_index] if e.item_type == "message"]
-    kept: list[ContextEntry] = []
-    orphans: list[ContextEntry] = []
+    previous = [e for e in before if isinstance(e, SummaryItem)]
+    history = [e for e in entries[: cut.history_end] if isinstance(e, MessageItem)]
+    prefix = [e for e in entries[cut.history_end : cut.first_kept_index] if isinstance(e, MessageItem)]
+    kept: list[ResolvedItem] = []
+    orphans: list[MessageItem] = []
     calls: set[str] = set()
     for entry in entries[cut.first_kept_index :]:
-        message = entry.message
+        message = _message(entry)
         if isinstance(message, AssistantMessage):
             calls.update(b.id for b in message.content if isinstance(b, ToolCall))
-        if isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
-            orphans.append(entry)  # its call is nowhere in the context: summarised, never shown alone
-            continue
+        if isinstance(entry, MessageItem) and isinstance(message, ToolResultMessage):
+            if message.tool_call_id not in calls:
+                orphans.append(entry)  # its call is nowhere in the context: summarised, never shown alone
+                continue
         kept.append(entry)
     return CompactionPlan(cut, previous, history, prefix, kept, orphans)
 
 
-def plan_messages(entries: Sequence[ContextEntry]) -> list[AgentMessage]:
+def plan_messages(entries: Sequence[ResolvedItem]) -> list[AgentMessage]:
     """The messages of some entries, in order."""
-    return [e.message for e in entries if e.message is not None]
+    return [e.message for e in entries if isinstance(e, MessageItem)]

@@ -16,7 +16,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.store.models import Compaction, Turn
-from openclaw_ctx.store.repo.context import ItemType
+from openclaw_ctx.store.repo.context import ItemRef
 from openclaw_ctx.store.repo.sessions import SessionRow, rotate_session
 from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
 
@@ -54,7 +54,7 @@ async def commit_compaction(
     conn: AsyncConnection,
     session: SessionRow,
     summaries: Sequence[NewSummary],
-    items: Sequence[tuple[ItemType, int | str, int]],
+    items: Sequence[ItemRef],
     record: CompactionRecord,
 ) -> SessionRow:
     """Write one compaction inside the caller's transaction; returns the successor session.
@@ -63,8 +63,8 @@ async def commit_compaction(
         conn: The connection of the caller's ``store.transaction()`` (all or nothing with its checks).
         session: The active session being compacted; it becomes ``rotated``.
         summaries: New summary nodes, children before parents; the last is the top summary.
-        items: The successor's context, in order, as ``(item_type, message_id | summary_id, tokens)``
-            (a new summary is referenced by its pre-assigned ``summary_id``).
+        items: The successor's context, in order (a new summary is referenced by its pre-assigned
+            ``summary_id``).
         record: The audit fields only the caller knows.
     """
     for summary in summaries:
@@ -82,7 +82,7 @@ async def commit_compaction(
         compacted=1,
         reason=record.reason,
         tokens_before=record.tokens_before,
-        tokens_after=sum(tokens for _, _, tokens in items),
+        tokens_after=sum(item.tokens for item in items),
         summary_id=created[-1] if created else None,
         first_kept_message_id=record.first_kept_message_id,
         first_kept_entry_id=record.first_kept_entry_id,

@@ -1,41 +1,94 @@
-"""Context items: a session's ordered prompt, resolved in one indexed read, and its totals."""
+"""Context items: a session's ordered prompt, resolved in one indexed read, and its totals.
+
+A resolved item is a :data:`ResolvedItem`: a :class:`MessageItem` (the parsed message) or a
+:class:`SummaryItem` (its :class:`SummaryRef`), told apart by ``kind`` or ``isinstance``. The union
+is not called ``ContextItem`` because that is the ORM row class of ``context_items``
+(:class:`openclaw_ctx.store.models.ContextItem`); a resolved item is that row joined to what it
+points at. :class:`ItemRef` is the unresolved ``(kind, ref, tokens)`` triple a successor's context
+is written from.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from openclaw_ctx.messages import (
-    AgentMessage,
-    message_from_json,
-)
-from openclaw_ctx.store.models import (
-    ContextItem,
-)
+from openclaw_ctx.messages import AgentMessage, message_from_json
+from openclaw_ctx.store.models import ContextItem
 from openclaw_ctx.store.repo.driver import Driver
 
 ItemType = Literal["message", "summary"]
 
 
-# --- context items -------------------------------------------------------------------------------
+class ItemRef(NamedTuple):
+    """One context item to write: what it points at and what it costs (a tuple, so it unpacks)."""
+
+    kind: ItemType
+    ref: int | str
+    """The message id (int) or the summary id (str)."""
+    tokens: int
 
 
 @dataclass(frozen=True)
-class ContextEntry:
-    """One resolved context item: a message (parsed) or a summary (its row fields)."""
+class SummaryRef:
+    """The fields of a `summaries` row that rendering and planning read."""
+
+    summary_id: str
+    kind: str
+    """``legacy``, ``leaf`` or ``condensed``."""
+    depth: int
+    content: str
+    descendant_count: int
+    earliest_at: str | None
+    latest_at: str | None
+    summarizer: str
+    fallback_level: str
+
+
+@dataclass(frozen=True)
+class MessageItem:
+    """A context item that is a stored message, parsed."""
 
     ordinal: int
-    item_type: ItemType
     token_count: int
-    message_id: int | None = None
-    message: AgentMessage | None = None
-    entry_id: str | None = None
-    seq: int | None = None
-    summary_id: str | None = None
-    summary: dict[str, Any] | None = field(default=None)
+    message_id: int
+    message: AgentMessage
+    entry_id: str | None
+    seq: int | None
+    """The message's place in its key (None where a caller builds items without reading it)."""
+    kind: Literal["message"] = "message"
+
+    @property
+    def ref(self) -> ItemRef:
+        """This item as an unresolved reference, to carry into a successor."""
+        return ItemRef("message", self.message_id, self.token_count)
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    """A context item that is a summary node."""
+
+    ordinal: int
+    token_count: int
+    summary: SummaryRef
+    kind: Literal["summary"] = "summary"
+
+    @property
+    def summary_id(self) -> str:
+        """The node's id."""
+        return self.summary.summary_id
+
+    @property
+    def ref(self) -> ItemRef:
+        """This item as an unresolved reference, to carry into a successor."""
+        return ItemRef("summary", self.summary.summary_id, self.token_count)
+
+
+ResolvedItem = MessageItem | SummaryItem
+"""One resolved context item (see the module docstring for the name)."""
 
 
 _CONTEXT_SQL = """
@@ -53,7 +106,7 @@ _CONTEXT_SQL = """
 
 async def load_context(
     conn: AsyncConnection, session_id: str, *, after: int | None = None, limit: int | None = None
-) -> list[ContextEntry]:
+) -> list[ResolvedItem]:
     """The session's context items in order, resolved, with one indexed query (one driver hop).
 
     `after` and `limit` read one page (items with an ordinal above `after`, at most `limit` of them),
@@ -61,57 +114,15 @@ async def load_context(
     """
     page = (-1 if after is None else after, -1 if limit is None else limit)
     rows = await (await Driver.of(conn)).fetchall(_CONTEXT_SQL, (session_id, *page))
-    out: list[ContextEntry] = []
-    for (
-        ordinal,
-        item_type,
-        token_count,
-        message_id,
-        message_json,
-        entry_id,
-        seq,
-        summary_id,
-        kind,
-        depth,
-        content,
-        descendant_count,
-        earliest_at,
-        latest_at,
-        summarizer,
-        fallback_level,
-    ) in rows:
-        if item_type == "message":
-            out.append(
-                ContextEntry(
-                    ordinal,
-                    "message",
-                    token_count,
-                    message_id=message_id,
-                    message=message_from_json(message_json),
-                    entry_id=entry_id,
-                    seq=seq,
-                )
-            )
-        else:
-            out.append(
-                ContextEntry(
-                    ordinal,
-                    "summary",
-                    token_count,
-                    summary_id=summary_id,
-                    summary={
-                        "kind": kind,
-                        "depth": depth,
-                        "content": content,
-                        "descendant_count": descendant_count,
-                        "earliest_at": earliest_at,
-                        "latest_at": latest_at,
-                        "summarizer": summarizer,
-                        "fallback_level": fallback_level,
-                    },
-                )
-            )
-    return out
+    return [_resolved(row) for row in rows]
+
+
+def _resolved(row: tuple[Any, ...]) -> ResolvedItem:
+    # Columns in _CONTEXT_SQL order: the item, then the message's, then the summary's.
+    ordinal, item_type, token_count, message_id, message_json, entry_id, seq, summary_id, *summary = row
+    if item_type == "message":
+        return MessageItem(ordinal, token_count, message_id, message_from_json(message_json), entry_id, seq)
+    return SummaryItem(ordinal, token_count, SummaryRef(summary_id, *summary))
 
 
 async def context_tokens(conn: AsyncConnection, session_id: str) -> int:

@@ -17,7 +17,7 @@ from openclaw_ctx.store.models import (
     ContextItem,
     Session,
 )
-from openclaw_ctx.store.repo.context import ItemType
+from openclaw_ctx.store.repo.context import ItemRef
 
 
 def successor_session_file(previous: str | None, session_id: str, directory: str | None = None) -> str:
@@ -145,14 +145,14 @@ async def session_chain(conn: AsyncConnection, session_key: str) -> list[Session
 async def rotate_session(
     conn: AsyncConnection,
     old: SessionRow,
-    items: Sequence[tuple[ItemType, int | str, int]],
+    items: Sequence[ItemRef],
     *,
     reason: str,
     engine_id: str | None,
 ) -> SessionRow:
     """Write the successor of `old` with the given context items; mark `old` rotated.
 
-    `items` are ``(item_type, message_id | summary_id, token_count)`` in order. Run inside the same
+    `items` are the successor's context, in order. Run inside the same
     transaction as the summary writes so the rotation is all-or-nothing.
     """
     await conn.execute(

@@ -7,48 +7,39 @@ legacy summaries as OpenClaw's compactionSummary message, DAG summaries as untru
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from openclaw_ctx.messages import AgentMessage, CompactionSummaryMessage, UserMessage
-from openclaw_ctx.store.repo import ContextEntry
+from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SummaryRef
 
 __all__ = ["pipeline_messages", "render_summary_xml", "summary_message"]
 
 
-def render_summary_xml(summary_id: str, summary: dict[str, Any], parent_ids: Sequence[str] = ()) -> str:
+def render_summary_xml(summary: SummaryRef, parent_ids: Sequence[str] = ()) -> str:
     """A summary node as the untrusted XML block lossless-claw shows the model."""
     attrs = {
-        "id": summary_id,
-        "kind": summary.get("kind", ""),
-        "depth": str(summary.get("depth", 0)),
-        "descendant_count": str(summary.get("descendant_count", 0)),
+        "id": summary.summary_id,
+        "kind": summary.kind,
+        "depth": str(summary.depth),
+        "descendant_count": str(summary.descendant_count),
         "trust": "untrusted",
-        "earliest_at": summary.get("earliest_at") or "",
-        "latest_at": summary.get("latest_at") or "",
+        "earliest_at": summary.earliest_at or "",
+        "latest_at": summary.latest_at or "",
     }
     head = "<summary " + " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items()) + ">"
     parents = ""
     if parent_ids:
         parents = "<parents>" + "".join(f"<summary_ref id={quoteattr(p)}/>" for p in parent_ids) + "</parents>"
-    return f"{head}{parents}<content>{escape(str(summary.get('content', '')))}</content></summary>"
+    return f"{head}{parents}<content>{escape(summary.content)}</content></summary>"
 
 
-def summary_message(entry: ContextEntry, parent_ids: Sequence[str] = ()) -> AgentMessage:
+def summary_message(summary: SummaryRef, parent_ids: Sequence[str] = ()) -> AgentMessage:
     """The message a summary context item becomes."""
-    assert entry.summary is not None and entry.summary_id is not None
-    if entry.summary.get("kind") == "legacy":
-        return CompactionSummaryMessage(summary=str(entry.summary.get("content", "")))
-    return UserMessage(content=render_summary_xml(entry.summary_id, entry.summary, parent_ids))
+    if summary.kind == "legacy":
+        return CompactionSummaryMessage(summary=summary.content)
+    return UserMessage(content=render_summary_xml(summary, parent_ids))
 
 
-def pipeline_messages(entries: Sequence[ContextEntry]) -> list[AgentMessage]:
+def pipeline_messages(entries: Sequence[ResolvedItem]) -> list[AgentMessage]:
     """The session's context as messages, in order (what the legacy pipeline hands to assemble)."""
-    out: list[AgentMessage] = []
-    for entry in entries:
-        if entry.item_type == "message":
-            assert entry.message is not None
-            out.append(entry.message)
-        else:
-            out.append(summary_message(entry))
-    return out
+    return [e.message if isinstance(e, MessageItem) else summary_message(e.summary) for e in entries]

@@ -137,8 +137,8 @@ async def test_compaction_rotates_and_writes_edges(store: Store) -> None:
         new_context = await repo.load_context(conn, successor.session_id)
     assert old.status == "rotated" and len(old_context) == 32  # old session stays readable
     head = new_context[0]
-    assert head.item_type == "summary" and head.summary is not None
-    assert head.summary["kind"] == "legacy" and head.summary["summarizer"] == "extractive-v1"
+    assert isinstance(head, repo.SummaryItem)
+    assert head.summary.kind == "legacy" and head.summary.summarizer == "extractive-v1"
     kept_ids = [e.message_id for e in new_context[1:]]
     covered = [e.message_id for e in old_context if e.message_id not in kept_ids]
     edges = await scalar(
@@ -179,7 +179,7 @@ async def test_second_compaction_updates_previous_summary(store: Store) -> None:
     assert (
         await scalar(store, "SELECT source_summary_id FROM summary_parents WHERE summary_id=:s", s=new_id) == first_id
     )
-    assert sum(1 for e in context if e.item_type == "summary") == 1
+    assert sum(1 for e in context if e.kind == "summary") == 1
     # Iterative update keeps what the first summary knew.
     assert first.result.summary.split("\n")[1] in second.result.summary
     assert "src/mod0.py" in second.result.details["readFiles"]

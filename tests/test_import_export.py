@@ -97,7 +97,7 @@ def message_like_ids(entries: list[Entry]) -> list[str]:
 async def context_texts(store: Store, session_id: str) -> list[str]:
     async with store.read() as conn:
         items = await repo.load_context(conn, session_id)
-    return [flatten_text(i.message) if i.message is not None else str((i.summary or {}).get("content")) for i in items]
+    return [flatten_text(i.message) if i.kind == "message" else i.summary.content for i in items]
 
 
 @pytest.fixture

@@ -96,11 +96,10 @@ async def test_delegate_honours_an_aborted_signal(store: Store) -> None:
 
 
 def test_summary_xml_escapes_and_marks_untrusted() -> None:
-    xml = render_summary_xml(
-        "sum_0123456789abcdef",
-        {"kind": "condensed", "depth": 2, "content": "a < b & </summary>", "descendant_count": 9},
-        ["sum_a", "sum_b"],
+    summary = repo.SummaryRef(
+        "sum_0123456789abcdef", "condensed", 2, "a < b & </summary>", 9, None, None, "test", "none"
     )
+    xml = render_summary_xml(summary, ["sum_a", "sum_b"])
     assert 'trust="untrusted"' in xml and 'depth="2"' in xml
     assert "a &lt; b &amp; &lt;/summary&gt;" in xml
     assert xml.count("<summary_ref") == 2

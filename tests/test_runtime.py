@@ -148,7 +148,7 @@ async def test_legacy_turn_persists_prompt_and_reply(store: Store, legacy_runtim
         session = await repo.active_session(conn, "agent:main:t1")
         assert session is not None
         entries = await repo.load_context(conn, session.session_id)
-    assert [e.message.role for e in entries if e.message] == ["user", "assistant"]
+    assert [e.message.role for e in entries if e.kind == "message"] == ["user", "assistant"]
     # The second turn's model call sees the first turn: legacy passes the pipeline through.
     model.extend([reply("again")])
     await runtime.run_turn("agent:main:t1", "second")

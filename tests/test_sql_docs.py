@@ -170,7 +170,7 @@ async def test_documented_answers_agree_with_the_library(demo_db: Path) -> None:
             example = await repo.active_session(conn, "file:9b2f64d1-5c3e-4a8f-b7d2-1e0c9a6f3b58")
             assert example is not None
             items = await repo.load_context(conn, example.session_id)
-            users = [n for n, i in enumerate(items) if i.message is not None and i.message.role == "user"]
+            users = [n for n, i in enumerate(items) if i.kind == "message" and i.message.role == "user"]
             turn = await as_json(demo_db, "turn-n")
             assert [r["tokens"] for r in turn] == [i.token_count for i in items[: users[2] + 1]]
     finally:

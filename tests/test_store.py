@@ -247,3 +247,114 @@ async def test_two_stores_on_one_file_write_concurrently(db_path: Path) -> None:
         per_key = (await conn.execute(text("SELECT session_key, count(*) FROM messages GROUP BY session_key"))).all()
     await check.close()
     assert sorted(n for _, n in per_key) == [12, 12, 12, 12]
+
+
+# --- commit_compaction: the one compaction transaction -------------------------------------------
+
+
+def _leaf(results: list[repo.AppendResult]) -> repo.NewSummary:
+    return repo.NewSummary(
+        kind="leaf",
+        content="the first two",
+        token_count=7,
+        summarizer="test",
+        source_message_ids=[r.message_id for r in results[:2]],
+    )
+
+
+async def test_commit_compaction_writes_summary_successor_and_audit_row(store: Store) -> None:
+    session, results = await seed(store, "k", ["a", "b", "c"])
+    leaf = _leaf(results)
+    items = [
+        repo.ItemRef("summary", leaf.summary_id, 7),
+        repo.ItemRef("message", results[2].message_id, results[2].token_count),
+    ]
+    record = repo.CompactionRecord(
+        engine_id="legacy", trigger="manual", tokens_before=99, duration_ms=3, details={"why": "test"}
+    )
+    async with store.transaction() as conn:
+        successor = await repo.commit_compaction(conn, session, [leaf], items, record)
+    async with store.read() as conn:
+        old = await repo.get_session(conn, session.session_id)
+        entries = await repo.load_context(conn, successor.session_id)
+        audit = (await conn.execute(text("SELECT * FROM compactions"))).mappings().one()
+    assert old.status == "rotated"
+    assert (successor.parent_session_id, successor.rotation_reason) == (session.session_id, "compaction")
+    assert [e.ref for e in entries] == items
+    assert dict(audit) | {"compaction_id": 0, "started_at": ""} == {
+        "compaction_id": 0,
+        "session_key": "k",
+        "before_session_id": session.session_id,
+        "after_session_id": successor.session_id,
+        "engine_id": "legacy",
+        "trigger": "manual",
+        "ok": 1,
+        "compacted": 1,
+        "reason": None,
+        "tokens_before": 99,
+        "tokens_after": 7 + results[2].token_count,
+        "summary_id": leaf.summary_id,
+        "first_kept_message_id": None,
+        "first_kept_entry_id": None,
+        "summaries_created": 1,
+        "started_at": "",
+        "duration_ms": 3,
+        "details_json": '{"why": "test"}',
+    }
+
+
+async def test_commit_compaction_failing_at_the_audit_row_leaves_nothing(store: Store) -> None:
+    session, results = await seed(store, "k", ["a", "b", "c"])
+    leaf = _leaf(results)
+    # The audit row is the last statement; a first-kept message that does not exist fails its FK.
+    record = repo.CompactionRecord(engine_id="legacy", trigger="manual", tokens_before=9, duration_ms=0,
+                                   first_kept_message_id=999_999)  # fmt: skip
+    with pytest.raises(IntegrityError):
+        async with store.transaction() as conn:
+            await repo.commit_compaction(conn, session, [leaf], [repo.ItemRef("summary", leaf.summary_id, 7)], record)
+    async with store.read() as conn:
+        counts = [
+            await conn.scalar(text(f"SELECT count(*) FROM {table}"))
+            for table in ("summaries", "summary_messages", "compactions")
+        ]
+        sessions = (await conn.execute(text("SELECT session_id, status FROM sessions"))).all()
+        active = await repo.active_session(conn, "k")
+    assert counts == [0, 0, 0]
+    assert sessions == [(session.session_id, "active")]
+    assert active == session
+
+
+# --- typed context items -------------------------------------------------------------------------
+
+
+async def test_context_items_load_typed_and_their_refs_round_trip(store: Store) -> None:
+    session, results = await seed(store, "k", ["a", "b", "c"])
+    leaf = repo.NewSummary(
+        kind="leaf",
+        content="the first two",
+        token_count=7,
+        summarizer="test",
+        source_message_ids=[r.message_id for r in results[:2]],
+        descendant_count=2,
+        earliest_at="2026-01-01T00:00:00.000Z",
+        latest_at="2026-01-01T00:01:00.000Z",
+    )
+    record = repo.CompactionRecord(engine_id="legacy", trigger="manual", tokens_before=9, duration_ms=0)
+    kept = repo.ItemRef("message", results[2].message_id, results[2].token_count)
+    async with store.transaction() as conn:
+        successor = await repo.commit_compaction(
+            conn, session, [leaf], [repo.ItemRef("summary", leaf.summary_id, 11), kept], record
+        )
+        head, tail = await repo.load_context(conn, successor.session_id)
+        # Carrying the loaded items' refs into another successor writes the same context again.
+        again = await repo.rotate_session(conn, successor, [head.ref, tail.ref], reason="test", engine_id=None)
+        copied = await repo.load_context(conn, again.session_id)
+    assert isinstance(head, repo.SummaryItem) and head.kind == "summary"
+    assert head.summary == repo.SummaryRef(
+        leaf.summary_id, "leaf", 0, "the first two", 2, leaf.earliest_at, leaf.latest_at, "test", "none"
+    )
+    assert (head.ordinal, head.token_count, head.summary_id) == (0, 11, leaf.summary_id)
+    assert isinstance(tail, repo.MessageItem) and tail.kind == "message"
+    assert (tail.message_id, tail.entry_id, tail.seq, tail.message) == (results[2].message_id, "e2", 3, user("c"))
+    assert [e.ref for e in copied] == [head.ref, tail.ref] == [("summary", leaf.summary_id, 11), kept]
+    assert [type(e) for e in copied] == [repo.SummaryItem, repo.MessageItem]

@@ -23,7 +23,7 @@ from openclaw_ctx.context import render_summary_xml
 from openclaw_ctx.contract import AssembleResult
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, UserMessage, to_wire, tool_call_ids
 from openclaw_ctx.store.models import SummaryParent
-from openclaw_ctx.store.repo import ContextEntry, message_token_count
+from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SummaryItem, SummaryRef, message_token_count
 from openclaw_ctx.tokens import TokenCounter
 
 __all__ = [
@@ -93,11 +93,9 @@ class RenderedSummary:
         return UserMessage(content=self.xml)
 
 
-def render_summary(
-    summary_id: str, fields: dict[str, Any], parent_ids: Sequence[str], counter: TokenCounter
-) -> RenderedSummary:
+def render_summary(summary: SummaryRef, parent_ids: Sequence[str], counter: TokenCounter) -> RenderedSummary:
     """Render a node as untrusted XML and count the tokens of the message that carries it."""
-    xml = render_summary_xml(summary_id, fields, parent_ids)
+    xml = render_summary_xml(summary, parent_ids)
     return RenderedSummary(xml, message_token_count(UserMessage(content=xml), counter))
 
 
@@ -137,7 +135,7 @@ class AssemblyPlan:
 
 async def load_render_inputs(
     conn: AsyncConnection,
-    entries: Sequence[ContextEntry],
+    entries: Sequence[ResolvedItem],
     cache: RenderCache,
     counter: TokenCounter,
     large_threshold: int,
@@ -148,9 +146,9 @@ async def load_render_inputs(
     some message is large enough to have been externalised.
     """
     rendered: dict[str, RenderedSummary] = {}
-    missing: list[ContextEntry] = []
+    missing: list[SummaryItem] = []
     for entry in entries:
-        if entry.item_type == "summary" and entry.summary_id is not None:
+        if isinstance(entry, SummaryItem):
             hit = cache.get(entry.summary_id)
             if hit is None:
                 missing.append(entry)
@@ -158,7 +156,7 @@ async def load_render_inputs(
                 rendered[entry.summary_id] = hit
     if missing:
         parents: dict[str, list[str]] = {}
-        ids = [e.summary_id for e in missing if e.summary_id is not None]
+        ids = [e.summary_id for e in missing]
         rows = await conn.execute(
             select(SummaryParent.summary_id, SummaryParent.source_summary_id)
             .where(SummaryParent.summary_id.in_(ids))
@@ -167,24 +165,23 @@ async def load_render_inputs(
         for sid, source in rows:
             parents.setdefault(sid, []).append(source)
         for entry in missing:
-            assert entry.summary_id is not None and entry.summary is not None
-            node = render_summary(entry.summary_id, entry.summary, parents.get(entry.summary_id, []), counter)
+            node = render_summary(entry.summary, parents.get(entry.summary_id, []), counter)
             cache.put(entry.summary_id, node)
             rendered[entry.summary_id] = node
     candidates = {
         e.message_id: e.message
         for e in entries
-        if e.message is not None and e.message_id is not None and may_be_large(e.message, large_threshold)
+        if isinstance(e, MessageItem) and may_be_large(e.message, large_threshold)
     }
     stubs = await load_stubs(conn, candidates) if candidates else {}
     return rendered, stubs
 
 
 def live_suffix(
-    pipeline: Sequence[AgentMessage], entries: Sequence[ContextEntry], window: int = 64
+    pipeline: Sequence[AgentMessage], entries: Sequence[ResolvedItem], window: int = 64
 ) -> list[AgentMessage]:
     """Messages the host passed that the store does not hold yet (they follow its newest message)."""
-    stored = [e.message for e in entries if e.message is not None]
+    stored = [e.message for e in entries if isinstance(e, MessageItem)]
     if not stored:
         return list(pipeline) if not entries else []
     newest = to_wire(stored[-1])
@@ -195,12 +192,10 @@ def live_suffix(
     return []
 
 
-def _view(entry: ContextEntry, plan: AssemblyPlan) -> tuple[AgentMessage, int]:
-    if entry.item_type == "summary":
-        assert entry.summary_id is not None
+def _view(entry: ResolvedItem, plan: AssemblyPlan) -> tuple[AgentMessage, int]:
+    if isinstance(entry, SummaryItem):
         node = plan.rendered[entry.summary_id]
         return node.message(), node.tokens
-    assert entry.message is not None and entry.message_id is not None
     stub = plan.stubs.get(entry.message_id)
     if stub is not None:
         return stub.message, stub.token_count
@@ -223,7 +218,7 @@ def _evict_oldest(prefix: list[tuple[AgentMessage, int]], room: int) -> list[tup
     return out
 
 
-def build_assembly(entries: Sequence[ContextEntry], plan: AssemblyPlan, counter: TokenCounter) -> AssembleResult:
+def build_assembly(entries: Sequence[ResolvedItem], plan: AssemblyPlan, counter: TokenCounter) -> AssembleResult:
     """Assemble `entries` within ``plan.budget`` (pure: no I/O).
 
     Returns:
@@ -235,7 +230,7 @@ def build_assembly(entries: Sequence[ContextEntry], plan: AssemblyPlan, counter:
     """
     views = [_view(e, plan) for e in entries]
     tail_at = fresh_tail_start(
-        [(v[0] if e.item_type == "message" else None, v[1]) for e, v in zip(entries, views, strict=True)],
+        [(v[0] if isinstance(e, MessageItem) else None, v[1]) for e, v in zip(entries, views, strict=True)],
         plan.fresh_tail_count,
         plan.fresh_tail_max_tokens,
     )

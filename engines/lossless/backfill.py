@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -40,7 +40,7 @@ from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, Adop
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Compaction, ContextItem, Message, Summary, SummaryMessage, SummaryParent
-from openclaw_ctx.store.repo import ContextEntry, SessionRow
+from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SessionRow, SummaryItem, SummaryRef
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
@@ -59,7 +59,7 @@ _UNBOUNDED = {
     "compact_until_under_deadline_ms": 1_000_000_000_000,
 }
 
-WindowRef = tuple[Literal["message", "summary"], int | str, int]
+WindowRef = ItemRef
 
 
 @dataclass
@@ -86,7 +86,9 @@ class _State:
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> _State:
         window: list[WindowRef] = [
-            ("message", int(ref), int(tokens)) if kind == "message" else ("summary", str(ref), int(tokens))
+            ItemRef("message", int(ref), int(tokens))
+            if kind == "message"
+            else ItemRef("summary", str(ref), int(tokens))
             for kind, ref, tokens in raw["window"]
         ]
         return cls(
@@ -260,8 +262,8 @@ async def _check_active(conn: AsyncConnection, session: SessionRow, state: _Stat
 
 def _ref(item: PlanItem) -> WindowRef:
     if item.kind == "message":
-        return ("message", int(item.ref), item.tokens)
-    return ("summary", str(item.ref), item.tokens)
+        return ItemRef("message", int(item.ref), item.tokens)
+    return ItemRef("summary", str(item.ref), item.tokens)
 
 
 _SUMMARY_COLUMNS = (
@@ -287,12 +289,12 @@ async def _summary_rows(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, 
     return out
 
 
-def _summary_fields(row: Any) -> dict[str, Any]:
+def _summary_ref(row: Any) -> SummaryRef:
     names = ("kind", "depth", "content", "descendant_count", "earliest_at", "latest_at", "summarizer", "fallback_level")
-    return {name: getattr(row, name) for name in names}
+    return SummaryRef(row.summary_id, *(getattr(row, name) for name in names))
 
 
-async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) -> list[ContextEntry]:
+async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) -> list[ResolvedItem]:
     """The carried window as context entries (ordinals are placeholders: the window precedes the page)."""
     message_ids = [int(ref) for kind, ref, _ in window if kind == "message"]
     messages = await repo.load_messages(conn, message_ids)
@@ -303,15 +305,14 @@ async def _window_entries(conn: AsyncConnection, window: Sequence[WindowRef]) ->
         )
         entry_ids.update({int(mid): eid for mid, eid in rows})
     summaries = await _summary_rows(conn, [str(ref) for kind, ref, _ in window if kind == "summary"])
-    out: list[ContextEntry] = []
+    out: list[ResolvedItem] = []
     for i, (kind, ref, tokens) in enumerate(window):
         ordinal = i - len(window) - 1
         if kind == "message":
             mid = int(ref)
-            out.append(ContextEntry(ordinal, "message", tokens, mid, messages[mid], entry_ids.get(mid)))
+            out.append(MessageItem(ordinal, tokens, mid, messages[mid], entry_ids.get(mid), None))
         else:
-            fields = _summary_fields(summaries[str(ref)])
-            out.append(ContextEntry(ordinal, "summary", tokens, summary_id=str(ref), summary=fields))
+            out.append(SummaryItem(ordinal, tokens, _summary_ref(summaries[str(ref)])))
     return out
 
 
@@ -329,32 +330,30 @@ async def _finish(
         if state.cursor < 0:
             # An empty context: nothing was read, the successor is empty too.
             state.window = []
-        successor = await repo.rotate_session(conn, session, state.window, reason=reason, engine_id=LOSSLESS)
-        after = sum(tokens for _, _, tokens in state.window)
-        if state.created:
+        window = [repo.ItemRef(kind, ref, tokens) for kind, ref, tokens in state.window]
+        after = sum(item.tokens for item in window)
+        if not state.created:
+            # Nothing was summarised (an empty or all-fresh context): a plain rotation, no audit row.
+            successor = await repo.rotate_session(conn, session, window, reason=reason, engine_id=LOSSLESS)
+        else:
             depths = await conn.execute(select(func.max(Summary.depth)).where(Summary.summary_id.in_(state.created)))
             report.max_depth = depths.scalar()
-            first_kept = next((int(ref) for kind, ref, _ in state.window if kind == "message"), None)
+            first_kept = next((int(item.ref) for item in window if item.kind == "message"), None)
             first_entry = await conn.scalar(select(Message.entry_id).where(Message.message_id == first_kept))
-            await repo.record_compaction(
-                conn,
-                session_key=session.session_key,
-                before_session_id=session.session_id,
-                after_session_id=successor.session_id,
+            record = repo.CompactionRecord(
                 engine_id=LOSSLESS,
                 trigger=reason,
-                ok=1,
-                compacted=1,
-                reason=f"{reason}: {state.batches} batch(es)",
                 tokens_before=report.tokens_before,
-                tokens_after=after,
-                summary_id=state.created[-1],
+                duration_ms=int((time.perf_counter() - started) * 1000),
+                reason=f"{reason}: {state.batches} batch(es)",
+                rotation_reason=reason,
                 first_kept_message_id=first_kept,
                 first_kept_entry_id=first_entry,
-                summaries_created=len(state.created),
-                duration_ms=int((time.perf_counter() - started) * 1000),
                 details={"batches": state.batches, "batch": state.batch, "budget": state.budget},
+                prior_summary_ids=tuple(state.created),
             )
+            # The summaries were committed batch by batch; this transaction rotates and audits.
+            successor = await repo.commit_compaction(conn, session, [], window, record)
         await repo.set_engine_state(conn, STATE_ENGINE, session.session_key, STATE_NAME, None)
     report.finished = True
     report.tokens_after = after

@@ -28,7 +28,7 @@ from engines.lossless.prompts import (
 from openclaw_ctx.contract import AbortSignal
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage, ToolResultMessage, flatten_text, tool_call_ids
-from openclaw_ctx.store.repo import NewSummary, new_summary_id
+from openclaw_ctx.store.repo import NewSummary, SummaryRef, new_summary_id
 from openclaw_ctx.summarize.base import Summarizer, SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.fallback import deterministic_fallback, truncate_to_tokens
 from openclaw_ctx.tokens import TokenCounter
@@ -373,15 +373,18 @@ class _Sweeper:
         return True
 
     def _add(self, start: int, end: int, node: NewSummary, parents: list[str]) -> None:
-        fields = {
-            "kind": node.kind,
-            "depth": node.depth,
-            "content": node.content,
-            "descendant_count": node.descendant_count,
-            "earliest_at": node.earliest_at,
-            "latest_at": node.latest_at,
-        }
-        rendered = render_summary(node.summary_id, fields, parents, self.counter)
+        ref = SummaryRef(
+            node.summary_id,
+            node.kind,
+            node.depth,
+            node.content,
+            node.descendant_count,
+            node.earliest_at,
+            node.latest_at,
+            node.summarizer,
+            node.fallback_level,
+        )
+        rendered = render_summary(ref, parents, self.counter)
         item = PlanItem(
             "summary",
             node.summary_id,
@@ -405,15 +408,10 @@ class _Sweeper:
 
     def _overhead(self, depth: int, parents: list[str], sources: Sequence[PlanItem]) -> int:
         # Tokens the XML wrapper of a node over `sources` costs (its content excluded).
-        fields = {
-            "kind": "condensed" if parents else "leaf",
-            "depth": depth,
-            "content": "",
-            "descendant_count": len(sources),
-            "earliest_at": "2026-01-01T00:00:00.000Z",
-            "latest_at": "2026-01-01T00:00:00.000Z",
-        }
-        return render_summary("sum_" + "0" * 16, fields, parents, self.counter).tokens
+        stamp = "2026-01-01T00:00:00.000Z"
+        kind = "condensed" if parents else "leaf"
+        probe = SummaryRef("sum_" + "0" * 16, kind, depth, "", len(sources), stamp, stamp, "", "none")
+        return render_summary(probe, parents, self.counter).tokens
 
     def _previous(self, start: int, depth: int | None) -> str | None:
         found = [

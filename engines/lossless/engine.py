@@ -2,7 +2,7 @@
 
 Compaction plans in memory (:mod:`engines.lossless.compaction`) and then writes everything in one
 transaction: the new summary nodes and edges, the successor session with its full context item
-list (`repo.rotate_session`), the `compactions` audit row, and the cleared debt. A summarizer auth
+list and the `compactions` audit row (`repo.commit_compaction`), and the cleared debt. A summarizer auth
 failure writes nothing. Deferred mode records a `compaction_debt` row in `engine_state` after the
 turn instead of compacting inline; :meth:`LosslessContextEngine.drain_debt` and an over-budget
 `assemble` pay it, and it survives a restart.
@@ -51,7 +51,7 @@ from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
 from openclaw_ctx.messages import AgentMessage, AssistantMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import Summary
-from openclaw_ctx.store.repo import ContextEntry, SessionRow
+from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SessionRow, SummaryItem
 from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
 from openclaw_ctx.tokens import TokenCounter
 
@@ -87,7 +87,7 @@ def _trigger_of(params: CompactParams, target: str) -> str:
 
 async def plan_items(
     conn: AsyncConnection,
-    entries: Sequence[ContextEntry],
+    entries: Sequence[ResolvedItem],
     renders: RenderCache,
     counter: TokenCounter,
     config: LosslessConfig,
@@ -97,7 +97,7 @@ async def plan_items(
     Summaries cost what their rendered XML costs; externalised large messages cost their stub.
     """
     rendered, stubs = await load_render_inputs(conn, entries, renders, counter, config.large_file_token_threshold)
-    ids = [e.summary_id for e in entries if e.summary_id is not None]
+    ids = [e.summary_id for e in entries if isinstance(e, SummaryItem)]
     stats: dict[str, tuple[int, int]] = {}
     for start in range(0, len(ids), 500):
         rows = await conn.execute(
@@ -108,24 +108,22 @@ async def plan_items(
         stats.update({sid: (d, s) for sid, d, s in rows})
     items: list[PlanItem] = []
     for e in entries:
-        if e.item_type == "message":
-            assert e.message is not None and e.message_id is not None
+        if isinstance(e, MessageItem):
             stub = stubs.get(e.message_id)
             view = stub.message if stub else e.message
             items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
         else:
-            assert e.summary_id is not None and e.summary is not None
             desc_tokens, src_tokens = stats.get(e.summary_id, (0, 0))
             items.append(
                 PlanItem(
                     "summary",
                     e.summary_id,
                     rendered[e.summary_id].tokens,
-                    depth=int(e.summary.get("depth") or 0),
-                    content=str(e.summary.get("content") or ""),
-                    earliest_at=e.summary.get("earliest_at"),
-                    latest_at=e.summary.get("latest_at"),
-                    descendant_count=int(e.summary.get("descendant_count") or 0),
+                    depth=e.summary.depth,
+                    content=e.summary.content,
+                    earliest_at=e.summary.earliest_at,
+                    latest_at=e.summary.latest_at,
+                    descendant_count=e.summary.descendant_count,
                     descendant_token_count=desc_tokens,
                     source_message_token_count=src_tokens,
                 )
@@ -312,7 +310,7 @@ class LosslessContextEngine(ContextAdoption):
 
     async def _load_plan_items(
         self, conn: AsyncConnection, session: SessionRow
-    ) -> tuple[list[ContextEntry], list[PlanItem]]:
+    ) -> tuple[list[ResolvedItem], list[PlanItem]]:
         entries = await repo.load_context(conn, session.session_id)
         items = await plan_items(conn, entries, self._renders, self.counter, self.config)
         return entries, items
@@ -389,33 +387,22 @@ class LosslessContextEngine(ContextAdoption):
                     {"sid": session.session_id, "last": last_ordinal},
                 )
             ).all()
-            for node in outcome.created:
-                await repo.insert_summary(conn, session, node)
-            items: list[tuple[Any, Any, int]] = [(i.kind, i.ref, i.tokens) for i in outcome.items]
-            items += [(kind, int(ref) if kind == "message" else ref, tokens) for kind, ref, tokens in extra]
-            successor = await repo.rotate_session(conn, session, items, reason="compaction", engine_id=ENGINE_ID)
-            after = sum(t for _, _, t in items)
+            items = [ItemRef(i.kind, i.ref, i.tokens) for i in outcome.items]
+            items += [ItemRef(kind, int(ref) if kind == "message" else ref, tokens) for kind, ref, tokens in extra]
             first_kept = next((i for i in outcome.items if i.kind == "message"), None)
-            top = outcome.created[-1]
-            await repo.record_compaction(
-                conn,
-                session_key=session.session_key,
-                before_session_id=session.session_id,
-                after_session_id=successor.session_id,
+            record = repo.CompactionRecord(
                 engine_id=ENGINE_ID,
                 trigger=trigger,
-                ok=1,
-                compacted=1,
-                reason=outcome.stop_reason,
                 tokens_before=before,
-                tokens_after=after,
-                summary_id=top.summary_id,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                reason=outcome.stop_reason,
                 first_kept_message_id=int(first_kept.ref) if first_kept else None,
                 first_kept_entry_id=first_kept.entry_id if first_kept else None,
-                summaries_created=len(outcome.created),
-                duration_ms=int((time.monotonic() - started) * 1000),
                 details={"passes": outcome.passes, "depths": sorted({n.depth for n in outcome.created})},
             )
+            successor = await repo.commit_compaction(conn, session, outcome.created, items, record)
+            after = sum(item.tokens for item in items)
+            top = outcome.created[-1]
             await repo.set_engine_state(conn, ENGINE_ID, session.session_key, DEBT_STATE, None)
             mark = await repo.get_engine_state(conn, ENGINE_ID, session.session_key, BOOTSTRAP_STATE)
             if isinstance(mark, dict):
@@ -451,7 +438,7 @@ class LosslessContextEngine(ContextAdoption):
             session_id = self._successor[session_id]
         return session_id
 
-    async def _load_for_assembly(self, key: str, session_id: str) -> tuple[str, list[ContextEntry], AssemblyPlan]:
+    async def _load_for_assembly(self, key: str, session_id: str) -> tuple[str, list[ResolvedItem], AssemblyPlan]:
         async with self.store.read() as conn:
             sid = self._current_id(session_id)
             entries = await repo.load_context(conn, sid)
@@ -474,7 +461,9 @@ class LosslessContextEngine(ContextAdoption):
             return AssembleResult(messages=params.messages, estimated_tokens=0)
         budget = self.config.budget(params.token_budget)
         sid, entries, plan = await self._load_for_assembly(key, params.session_id)
-        stored = sum(plan.rendered[e.summary_id].tokens if e.summary_id is not None else e.token_count for e in entries)
+        stored = sum(
+            plan.rendered[e.summary_id].tokens if isinstance(e, SummaryItem) else e.token_count for e in entries
+        )
         if stored > budget and self._writes_allowed(key):
             # Pressure over the budget: pay the (deferred) compaction before the prompt.
             result = await self._compact(

@@ -20,6 +20,7 @@ from engines.lossless.config import LosslessConfig
 from openclaw_ctx.contract.adoption import AdoptionPreview, AdoptionProgress, AdoptionReport
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.store import repo
+from openclaw_ctx.store.repo import MessageItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
@@ -34,11 +35,11 @@ async def fresh_tail_messages(conn: AsyncConnection, session_id: str, config: Lo
     while True:
         boundary = await conn.scalar(_PAGE_START, {"sid": session_id, "n": size})
         entries = await repo.load_context(conn, session_id, after=boundary)
-        view = [(e.message if e.item_type == "message" else None, e.token_count) for e in entries]
+        view = [(e.message if isinstance(e, MessageItem) else None, e.token_count) for e in entries]
         tail = fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
         # A tail reaching the page's first item may reach further back: read a larger page.
         if tail > 0 or boundary is None:
-            return sum(1 for e in entries[tail:] if e.item_type == "message")
+            return sum(1 for e in entries[tail:] if isinstance(e, MessageItem))
         size *= 4
 
 

@@ -29,7 +29,7 @@ from openclaw_ctx.config import CompactionSettings
 from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, AdoptsContext
 from openclaw_ctx.errors import CompactionError, ConfigError, NotFoundError
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.repo import ContextEntry
+from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SummaryItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
@@ -107,13 +107,13 @@ async def keys_to_migrate(store: Store) -> list[str]:
         return [str(r[0]) for r in rows]
 
 
-def _legacy_keep(entries: list[ContextEntry], settings: CompactionSettings, budget: int) -> int:
+def _legacy_keep(entries: list[ResolvedItem], settings: CompactionSettings, budget: int) -> int:
     """Recent tokens to keep verbatim so that no DAG summary survives in the kept part.
 
     The keep-recent budget is capped at what follows the last summary; when that would cover no
     message at all, everything is summarised (one summary, nothing kept).
     """
-    last = max((i for i, e in enumerate(entries) if e.item_type == "summary"), default=-1)
+    last = max((i for i, e in enumerate(entries) if isinstance(e, SummaryItem)), default=-1)
     after = sum(e.token_count for e in entries[last + 1 :])
     keep = min(keep_recent_budget(settings, budget), after)
     if last >= 0 and not plan_compaction(entries, keep).covered:
@@ -121,14 +121,14 @@ def _legacy_keep(entries: list[ContextEntry], settings: CompactionSettings, budg
     return keep
 
 
-def _legacy_plan(entries: list[ContextEntry], settings: CompactionSettings, budget: int) -> CompactionPlan | None:
+def _legacy_plan(entries: list[ResolvedItem], settings: CompactionSettings, budget: int) -> CompactionPlan | None:
     """The built-in compaction's plan for the view, or None when the view already is a legacy projection.
 
     A view with no DAG summary and at most one (legacy) summary carries over as it is; so does a
     view whose summaries cover no message to summarise alongside them (nothing for the summarizer).
     """
-    summaries = [e for e in entries if e.item_type == "summary"]
-    if len(summaries) <= 1 and all((e.summary or {}).get("kind") == "legacy" for e in summaries):
+    summaries = [e for e in entries if isinstance(e, SummaryItem)]
+    if len(summaries) <= 1 and all(e.summary.kind == "legacy" for e in summaries):
         return None
     plan = plan_compaction(entries, _legacy_keep(entries, settings, budget))
     return plan if plan.covered else None
@@ -209,7 +209,7 @@ def _describe_legacy(plan: MigrationPlan, compaction: CompactionPlan | None) -> 
         return
     plan.to_summarize_messages = len(compaction.covered)
     plan.to_summarize_summaries = len(compaction.previous)
-    plan.kept_messages = sum(1 for e in compaction.kept if e.item_type == "message")
+    plan.kept_messages = sum(1 for e in compaction.kept if isinstance(e, MessageItem))
     plan.action = (
         f"write one legacy summary of {plan.to_summarize_summaries} summary(ies) and "
         f"{plan.to_summarize_messages} message(s), keep {plan.kept_messages} recent message(s); "
@@ -307,11 +307,7 @@ async def _rotate_as_is(store: Store, plan: MigrationPlan) -> MigrationResult:
         if session.status != "active":
             raise CompactionError(f"session {plan.session_id} was rotated meanwhile; run migrate again")
         entries = await repo.load_context(conn, plan.session_id)
-        items: list[tuple[repo.ItemType, int | str, int]] = []
-        for e in entries:
-            ref = e.message_id if e.item_type == "message" else e.summary_id
-            assert ref is not None
-            items.append((e.item_type, ref, e.token_count))
+        items = [e.ref for e in entries]
         successor = await repo.rotate_session(conn, session, items, reason=MIGRATION_REASON, engine_id=plan.target)
     return MigrationResult(
         plan=plan, migrated=True, successor_session_id=successor.session_id, tokens_after=sum(t for _, _, t in items)

@@ -156,13 +156,13 @@ async def test_bootstrap_adopts_legacy_history_and_compaction_keeps_it(store: St
     await host_persist(store, KEY, conversation(6, start=8))
     engine = make_engine(store)
     async with store.read() as conn:
-        before = [(e.item_type, e.message_id, e.summary_id) for e in await repo.load_context(conn, sid)]
+        before = [e.ref for e in await repo.load_context(conn, sid)]
     boot = await engine.bootstrap(BootstrapParams(session_id=sid, session_key=KEY))
     assert boot.bootstrapped and "legacy" in (boot.reason or "")
     again = await engine.bootstrap(BootstrapParams(session_id=sid, session_key=KEY))
     assert not again.bootstrapped
     async with store.read() as conn:
-        after = [(e.item_type, e.message_id, e.summary_id) for e in await repo.load_context(conn, sid)]
+        after = [e.ref for e in await repo.load_context(conn, sid)]
         mark = await repo.get_engine_state(conn, "lossless-claw", KEY, "bootstrap")
     assert after == before and mark["previous_engine"] == "legacy" and mark["adopted_summaries"] == 1
     result = await engine.compact(CompactParams(session_id=sid, session_key=KEY, token_budget=800, force=True))

@@ -67,15 +67,15 @@ async def summarize_oldest(store: Store, history: History, count: int, content: 
         session = await repo.active_session(conn, history.key)
         assert session is not None
         entries = await repo.load_context(conn, session.session_id)
-        start = next(i for i, e in enumerate(entries) if e.item_type == "message")
+        start = next(i for i, e in enumerate(entries) if e.kind == "message")
         run = entries[start : start + count]
-        assert len(run) == count and all(e.item_type == "message" for e in run)
+        assert len(run) == count and all(e.kind == "message" for e in run)
         summary = repo.NewSummary(
             kind="leaf",
             content=content,
             token_count=store.counter.count(content),
             summarizer="test",
-            source_message_ids=[e.message_id for e in run if e.message_id is not None],
+            source_message_ids=[e.message_id for e in run],
             descendant_count=count,
             earliest_at=iso(min(getattr(e.message, "timestamp", 0) or 0 for e in run)),
             latest_at=iso(max(getattr(e.message, "timestamp", 0) or 0 for e in run)),
@@ -92,18 +92,18 @@ async def condense(store: Store, history: History, count: int, content: str, *, 
         session = await repo.active_session(conn, history.key)
         assert session is not None
         entries = await repo.load_context(conn, session.session_id)
-        start = next(i for i, e in enumerate(entries) if e.summary and e.summary["depth"] == depth)
+        start = next(i for i, e in enumerate(entries) if e.kind == "summary" and e.summary.depth == depth)
         run = entries[start : start + count]
-        assert len(run) == count and all(e.summary and e.summary["depth"] == depth for e in run)
+        assert len(run) == count and all(e.kind == "summary" and e.summary.depth == depth for e in run)
         summary = repo.NewSummary(
             kind="condensed",
             content=content,
             token_count=store.counter.count(content),
             summarizer="test",
-            source_summary_ids=[e.summary_id for e in run if e.summary_id],
+            source_summary_ids=[e.summary_id for e in run],
             depth=depth + 1,
-            earliest_at=min(e.summary["earliest_at"] for e in run if e.summary),
-            latest_at=max(e.summary["latest_at"] for e in run if e.summary),
+            earliest_at=min(e.summary.earliest_at for e in run),
+            latest_at=max(e.summary.latest_at for e in run),
         )
         sid = await repo.insert_summary(conn, session, summary)
         await _rotate(conn, session, entries, start, count, ("summary", sid, summary.token_count))
@@ -112,12 +112,9 @@ async def condense(store: Store, history: History, count: int, content: str, *, 
 
 
 async def _rotate(
-    conn: Any, session: repo.SessionRow, entries: list[repo.ContextEntry], start: int, count: int, new: Any
+    conn: Any, session: repo.SessionRow, entries: list[repo.ResolvedItem], start: int, count: int, new: Any
 ) -> None:
-    def item(e: repo.ContextEntry) -> Any:
-        return (e.item_type, e.message_id if e.item_type == "message" else e.summary_id, e.token_count)
-
-    items = [item(e) for e in entries[:start]] + [new] + [item(e) for e in entries[start + count :]]
+    items = [e.ref for e in entries[:start]] + [repo.ItemRef(*new)] + [e.ref for e in entries[start + count :]]
     await repo.rotate_session(conn, session, items, reason="compaction", engine_id="lossless-claw")
 
 

@@ -1,0 +1,86 @@
+"""Data access shared by the host and every engine: sessions, messages, context items, summaries.
+
+Plain functions over an :class:`AsyncConnection` (pass the one from ``store.transaction()`` or
+``store.read()``). Hot paths use Core statements and column selects, a few awaits per operation,
+never a loop of awaits. This face re-exports every public name of the modules beside it, so
+``from openclaw_ctx.store import repo; repo.append_messages(...)`` is how callers reach them.
+"""
+
+from openclaw_ctx._ids import new_session_id, new_summary_id
+from openclaw_ctx._time import utc_now
+from openclaw_ctx.store.repo.audit import (
+    CompactionRecord,
+    commit_compaction,
+    mark_turn_compacted,
+    record_compaction,
+    record_turn,
+)
+from openclaw_ctx.store.repo.context import (
+    ItemRef,
+    ItemType,
+    MessageItem,
+    ResolvedItem,
+    SummaryItem,
+    SummaryRef,
+    context_item_count,
+    context_tokens,
+    load_context,
+)
+from openclaw_ctx.store.repo.driver import Driver
+from openclaw_ctx.store.repo.engine_state import get_engine_state, set_engine_state
+from openclaw_ctx.store.repo.messages import (
+    AppendResult,
+    NewMessage,
+    append_messages,
+    load_messages,
+    message_token_count,
+)
+from openclaw_ctx.store.repo.sessions import (
+    SessionRow,
+    active_session,
+    ensure_session,
+    get_session,
+    rotate_session,
+    session_chain,
+    start_fresh_session,
+    successor_session_file,
+)
+from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
+
+__all__ = [
+    "AppendResult",
+    "CompactionRecord",
+    "Driver",
+    "ItemRef",
+    "ItemType",
+    "MessageItem",
+    "NewMessage",
+    "NewSummary",
+    "ResolvedItem",
+    "SessionRow",
+    "SummaryItem",
+    "SummaryRef",
+    "active_session",
+    "append_messages",
+    "commit_compaction",
+    "context_item_count",
+    "context_tokens",
+    "ensure_session",
+    "get_engine_state",
+    "get_session",
+    "insert_summary",
+    "load_context",
+    "load_messages",
+    "mark_turn_compacted",
+    "message_token_count",
+    "new_session_id",
+    "new_summary_id",
+    "record_compaction",
+    "record_turn",
+    "rotate_session",
+    "session_chain",
+    "set_engine_state",
+    "start_fresh_session",
+    "successor_session_file",
+    "utc_now",
+]

@@ -33,9 +33,11 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import RenderCache
-from engines.lossless.compaction import PlanItem, SweepSettings, sweep
+from engines.lossless.compaction import sweep
 from engines.lossless.config import LosslessConfig
 from engines.lossless.ingest import ENGINE_ID as LOSSLESS
+from engines.lossless.items import plan_items
+from engines.lossless.planning import PlanItem, SweepSettings
 from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, AdoptionReport
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
@@ -137,9 +139,6 @@ async def backfill_key(
         NotFoundError: the key has no active session.
         CompactionError: the session was rotated by someone else mid-way (the next run starts over).
     """
-    # The engine module mixes in the adoption capability, which runs this function: import it late.
-    from engines.lossless.engine import plan_items
-
     if batch < 1:
         raise ValueError("batch must be at least 1")
     session, state, resumed, total, before, notes = await _start(store, session_key, batch, budget)

@@ -1,9 +1,9 @@
-"""Compaction planning and sweeps, in memory: leaf passes over raw chunks, condensed passes over runs.
+"""Compaction sweeps, in memory: leaf passes over raw chunks, condensed passes over runs, until done.
 
-Pure planners (:func:`plan_leaf_pass`, :func:`plan_condensed_pass`) pick what to summarise from a
-list of :class:`PlanItem`; :func:`sweep` drives them, calling the summarizer with escalation
-(normal → aggressive → deterministic fallback), and returns the new item list plus every summary
-node to write. Nothing touches the database here: the engine writes the outcome in one transaction.
+:func:`sweep` drives the pure planners of :mod:`engines.lossless.planning`, summarising each chosen
+chunk or run through :mod:`engines.lossless.summaries` (normal → aggressive → deterministic fallback),
+and returns the new item list plus every summary node to write. Nothing touches the database here:
+the engine writes the outcome in one transaction.
 """
 
 from __future__ import annotations
@@ -12,321 +12,29 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Literal
 
-from engines.lossless.assemble import RenderedSummary, fresh_tail_start, render_summary
-from engines.lossless.config import LosslessConfig
-from engines.lossless.prompts import (
-    EXPAND_FOOTER,
-    SYSTEM_PROMPT,
-    condensed_prompt,
-    condensed_target_tokens,
-    leaf_prompt,
-    leaf_target_tokens,
+from engines.lossless.assemble import RenderedSummary, render_summary
+from engines.lossless.planning import (
+    MAX_SWEEP_ROUNDS,
+    SWEEP_TARGET_SHARE,
+    PlanItem,
+    SweepSettings,
+    plan_condensed_pass,
+    plan_leaf_pass,
+    summary_prefix_tokens,
+    tail_start_of,
+    total_tokens,
 )
-from openclaw_ctx.contract import AbortSignal
-from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
-from openclaw_ctx.messages import AgentMessage, ToolResultMessage, flatten_text, tool_call_ids
+from engines.lossless.summaries import leaf_topics, message_source, summarize_with_escalation
+from openclaw_ctx._time import iso_from_ms
 from openclaw_ctx.store.repo import NewSummary, SummaryRef, new_summary_id
-from openclaw_ctx.summarize.base import Summarizer, SummaryOutput, SummaryRequest
-from openclaw_ctx.summarize.fallback import deterministic_fallback, truncate_to_tokens
+from openclaw_ctx.summarize.base import Summarizer
 from openclaw_ctx.tokens import TokenCounter
 
-__all__ = [
-    "PlanItem",
-    "SweepOutcome",
-    "SweepSettings",
-    "plan_condensed_pass",
-    "plan_leaf_pass",
-    "summary_prefix_tokens",
-    "sweep",
-    "tail_start_of",
-    "total_tokens",
-]
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    """One context item as the planner sees it (`message` is the model's view: a stub if externalised)."""
-
-    kind: Literal["message", "summary"]
-    ref: int | str
-    tokens: int
-    message: AgentMessage | None = None
-    entry_id: str | None = None
-    depth: int = 0
-    content: str = ""
-    earliest_at: str | None = None
-    latest_at: str | None = None
-    descendant_count: int = 0
-    descendant_token_count: int = 0
-    source_message_token_count: int = 0
-
-
-# A threshold sweep's pressure phase condenses until the context is this share of the threshold,
-# not just under it, so the next turns fit before another sweep rewrites the prompt prefix
-# (reference #282). Replaying the example at 32k: 30 compactions in 76 turns, against 40 at 1.0.
-SWEEP_TARGET_SHARE = 0.8
-# Rounds of `maxSweepIterations` passes one compaction may chain (the reference's maxRounds).
-MAX_SWEEP_ROUNDS = 10
-
-
-def total_tokens(items: Sequence[PlanItem]) -> int:
-    """Sum of the items' tokens."""
-    return sum(i.tokens for i in items)
-
-
-def tail_start_of(items: Sequence[PlanItem], config: LosslessConfig, budget: int) -> int:
-    """Where the protected fresh tail of `items` begins for a `budget`-token window."""
-    view = [(i.message if i.kind == "message" else None, i.tokens) for i in items]
-    return fresh_tail_start(view, config.fresh_tail_count, config.tail_max_tokens(budget))
-
-
-def summary_prefix_tokens(items: Sequence[PlanItem], tail_start: int) -> int:
-    """Tokens of summary items before the tail."""
-    return sum(i.tokens for i in items[:tail_start] if i.kind == "summary")
-
-
-def plan_leaf_pass(
-    items: Sequence[PlanItem], tail_start: int, leaf_chunk_tokens: int, *, search_from: int = 0
-) -> tuple[int, int] | None:
-    """The oldest contiguous raw chunk before the tail, as ``(start, end)``; None when there is none.
-
-    `search_from` is where to start looking (a caller that knows no raw message lies before it).
-
-    The chunk stops at a summary item, at the tail, or before the message that would exceed
-    `leaf_chunk_tokens` (it always takes at least one), and is then extended over the results of
-    tool calls it contains so a call is never summarised apart from its result.
-    """
-    start = next((i for i in range(search_from, tail_start) if items[i].kind == "message"), None)
-    if start is None:
-        return None
-    end = start
-    used = 0
-    while end < tail_start and items[end].kind == "message":
-        if end > start and used + items[end].tokens > leaf_chunk_tokens:
-            break
-        used += items[end].tokens
-        end += 1
-    calls = {cid for it in items[start:end] if it.message is not None for cid in tool_call_ids(it.message)}
-    while end < tail_start and isinstance(items[end].message, ToolResultMessage):
-        result = items[end].message
-        assert isinstance(result, ToolResultMessage)
-        if result.tool_call_id not in calls:
-            break
-        end += 1
-    return start, end
-
-
-def plan_condensed_pass(
-    items: Sequence[PlanItem],
-    tail_start: int,
-    config: LosslessConfig,
-    *,
-    max_depth: int,
-    hard: bool,
-    mixed: bool = False,
-) -> tuple[int, int] | None:
-    """The oldest qualifying same-depth run of summaries before the tail, shallowest depth first.
-
-    A run is contiguous summaries of one depth (any message or depth change ends it), capped at
-    `leafChunkTokens` (but never below the fan-in). It qualifies with at least the fan-in (`leafMinFanout` for depth 0,
-    `condensedMinFanout` deeper, `condensedMinFanoutHard` when `hard`) and, unless `hard`, at least
-    max(condensedTargetTokens, 10% of leafChunkTokens) tokens. `max_depth` limits the new node's
-    depth (-1 = unlimited). With `mixed` (budget compaction only), when no same-depth run
-    qualifies, the oldest run of summaries of any depths is taken.
-    """
-    depths = sorted({it.depth for it in items[:tail_start] if it.kind == "summary"})
-    min_tokens = 0 if hard else max(config.condensed_target_tokens, config.leaf_chunk_tokens // 10)
-    for depth in depths:
-        if max_depth >= 0 and depth + 1 > max_depth:
-            continue
-        fanout = (
-            config.condensed_min_fanout_hard
-            if hard
-            else (config.leaf_min_fanout if depth == 0 else config.condensed_min_fanout)
-        )
-        i = 0
-        while i < tail_start:
-            if items[i].kind != "summary" or items[i].depth != depth:
-                i += 1
-                continue
-            j = i
-            used = 0
-            while j < tail_start and items[j].kind == "summary" and items[j].depth == depth:
-                # The token cap never cuts a run below the fan-in it needs.
-                if j - i >= fanout and used + items[j].tokens > config.leaf_chunk_tokens:
-                    break
-                used += items[j].tokens
-                j += 1
-            if j - i >= fanout and used >= min_tokens:
-                return i, j
-            # Skip the rest of this run (a capped prefix that failed cannot qualify later in it).
-            while j < tail_start and items[j].kind == "summary" and items[j].depth == depth:
-                j += 1
-            i = j
-    if mixed:
-        return _mixed_run(items, tail_start, config.condensed_min_fanout_hard)
-    return None
-
-
-def _mixed_run(items: Sequence[PlanItem], tail_start: int, fanout: int) -> tuple[int, int] | None:
-    # Last resort of budget compaction: the oldest contiguous run of summaries of any depths.
-    i = 0
-    while i < tail_start:
-        j = i
-        while j < tail_start and items[j].kind == "summary":
-            j += 1
-        if j - i >= fanout:
-            return i, j
-        i = j + 1
-    return None
-
-
-# --- summarizing with escalation ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Summarized:
-    text: str
-    summarizer: str
-    model: str | None
-    fallback_level: str
-
-
-async def _attempt(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutput | None:
-    # `summaryTimeoutMs` bounds every summarizer, whatever its own transport does: a hung call
-    # escalates like a failed one instead of holding the key's lock forever.
-    try:
-        async with asyncio.timeout(request.timeout_s):
-            out = await summarizer.summarize(request)
-    except SummarizerAuthError:
-        raise
-    except (SummarizerError, TimeoutError):
-        return None
-    return out if out.text.strip() else None
-
-
-def _with_footer(text: str, fallback_topics: str) -> str:
-    return text if EXPAND_FOOTER in text else f"{text.rstrip()}\n{EXPAND_FOOTER} {fallback_topics}"
-
-
-async def _summarize(
-    summarizer: Summarizer,
-    counter: TokenCounter,
-    settings: SweepSettings,
-    *,
-    depth: int,
-    leaf: bool,
-    source: str,
-    previous: str | None,
-    topics: str,
-    room: int,
-) -> _Summarized:
-    # `room`: what the sources cost in context minus the new node's XML wrapper. A summary is only
-    # accepted when it is smaller than that, so every pass shrinks the context (convergence).
-    config, call_instructions = settings.config, settings.call_instructions
-    input_tokens = counter.count(source)
-    limit = max(1, min(input_tokens, room))
-    target = 0
-    for aggressive, level in ((False, "none"), (True, "aggressive")):
-        if leaf:
-            target = leaf_target_tokens(input_tokens, config.leaf_target_tokens, aggressive=aggressive)
-            prompt = leaf_prompt(
-                source,
-                previous_context=previous,
-                target_tokens=target,
-                aggressive=aggressive,
-                custom_instructions=config.custom_instructions,
-                call_instructions=call_instructions,
-            )
-        else:
-            target = condensed_target_tokens(config.condensed_target_tokens, aggressive=aggressive)
-            prompt = condensed_prompt(
-                source,
-                depth=depth,
-                previous_context=previous,
-                target_tokens=target,
-                aggressive=aggressive,
-                custom_instructions=config.custom_instructions,
-                call_instructions=call_instructions,
-            )
-        request = SummaryRequest(
-            kind="leaf" if leaf else "condensed",
-            source_text=source,
-            target_tokens=target,
-            system_prompt=SYSTEM_PROMPT,
-            prompt=prompt,
-            # previous_context is context for a model only: a summarizer that merges
-            # `previous_summary` into its output would repeat earlier leaves in every new one.
-            previous_summary=None,
-            custom_instructions="\n".join(p for p in (config.custom_instructions, call_instructions) if p) or None,
-            depth=depth,
-            aggressive=aggressive,
-            timeout_s=config.summary_timeout_ms / 1000,
-            # Provider summarizers count their spend guard per session key.
-            metadata={"session_key": settings.session_key} if settings.session_key else {},
-        )
-        out = await _attempt(summarizer, request)
-        if out is None:
-            continue
-        text = out.text.strip()
-        tokens = counter.count(text)
-        if tokens >= limit:
-            continue
-        cap = int(config.summary_max_overage_factor * target)
-        if tokens > cap:
-            text = truncate_to_tokens(text, target, counter).rstrip() + f"\n[Capped from {tokens} tokens to ~{target}]"
-            level = "capped"
-        model = out.model or config.summary_model or None
-        return _Summarized(_with_footer(text, topics), out.summarizer or summarizer.name, model, level)
-    cap = min(config.fallback_max_tokens, max(64, limit // 2))
-    text = deterministic_fallback(source, cap, counter)
-    return _Summarized(_with_footer(text, topics), "deterministic-fallback", None, "deterministic")
-
-
-# --- source text ------------------------------------------------------------------------------
-
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _header_time(ms: int | None) -> str:
-    if ms is None:
-        return "unknown time"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _message_source(message: AgentMessage) -> str:
-    tool = f" | tool={message.tool_name}" if isinstance(message, ToolResultMessage) and message.tool_name else ""
-    body = flatten_text(message, include_thinking=False).replace("[image]", "[Media attachment]")
-    return f"[{_header_time(getattr(message, 'timestamp', None))} | {message.role}{tool}]\n{body}"
-
-
-def _leaf_topics(chunk: Sequence[PlanItem]) -> str:
-    tools = sorted({m.tool_name for i in chunk if isinstance(m := i.message, ToolResultMessage) and m.tool_name})
-    extra = f" (tool output of {', '.join(tools)})" if tools else ""
-    return f"the exact wording of {len(chunk)} messages{extra}"
+__all__ = ["SweepOutcome", "sweep"]
 
 
 # --- the sweep ------------------------------------------------------------------------------
-
-
-@dataclass
-class SweepSettings:
-    """How one compaction sweeps."""
-
-    config: LosslessConfig
-    budget: int
-    target: Literal["threshold", "budget"] = "threshold"
-    force: bool = False
-    call_instructions: str = ""
-    abort_signal: AbortSignal | None = None
-    session_key: str = ""
 
 
 @dataclass
@@ -423,8 +131,8 @@ class _Sweeper:
 
     async def leaf(self, start: int, end: int) -> None:
         chunk = self.out.items[start:end]
-        source = "\n\n".join(_message_source(i.message) for i in chunk if i.message is not None)
-        done = await _summarize(
+        source = "\n\n".join(message_source(i.message) for i in chunk if i.message is not None)
+        done = await summarize_with_escalation(
             self.summarizer,
             self.counter,
             self.s,
@@ -432,10 +140,10 @@ class _Sweeper:
             leaf=True,
             source=source,
             previous=self._previous(start, None),
-            topics=_leaf_topics(chunk),
+            topics=leaf_topics(chunk),
             room=sum(i.tokens for i in chunk) - self._overhead(0, [], chunk),
         )
-        times = [t for i in chunk if (t := _iso(getattr(i.message, "timestamp", None)))]
+        times = [t for i in chunk if (t := iso_from_ms(getattr(i.message, "timestamp", None)))]
         node = NewSummary(
             kind="leaf",
             content=done.text,
@@ -456,7 +164,7 @@ class _Sweeper:
         run = self.out.items[start:end]
         depth = max(i.depth for i in run) + 1
         source = "\n\n".join(f"[{i.earliest_at or '?'} - {i.latest_at or '?'}]\n{i.content}" for i in run)
-        done = await _summarize(
+        done = await summarize_with_escalation(
             self.summarizer,
             self.counter,
             self.s,

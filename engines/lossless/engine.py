@@ -13,18 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly, live_suffix, load_render_inputs
-from engines.lossless.compaction import PlanItem, SweepOutcome, SweepSettings, sweep, total_tokens
+from engines.lossless.compaction import SweepOutcome, sweep
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
 from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
+from engines.lossless.items import observed_prompt_tokens, plan_items, trigger_of
 from engines.lossless.large_content import externalise_session
 from engines.lossless.migration import ContextAdoption
+from engines.lossless.planning import PlanItem, SweepSettings, total_tokens
+from engines.lossless.recall_access import RecallAccess
 from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
     AfterTurnParams,
@@ -42,96 +44,23 @@ from openclaw_ctx.contract import (
     IngestBatchResult,
     IngestParams,
     IngestResult,
-    PrepareSubagentSpawnParams,
-    SubagentEndedParams,
-    SubagentSpawnPreparation,
 )
-from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
-from openclaw_ctx.messages import AgentMessage, AssistantMessage
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.models import Summary
-from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SessionRow, SummaryItem
+from openclaw_ctx.store.repo import ItemRef, ResolvedItem, SessionRow, SummaryItem
 from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
-from openclaw_ctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from engines.lossless.grants import GrantStore
-    from engines.lossless.tools import SpawnCallback
 
-__all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine", "plan_items"]
+__all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine"]
 
 log = logging.getLogger(__name__)
 
 DEBT_STATE = "compaction_debt"
-_SUBAGENT_MAX_DEPTH = 3
-_SUBAGENT_TTL_MS = 300_000
 
 
-def _observed_prompt_tokens(messages: list[AgentMessage]) -> int:
-    # The provider's own count of the last prompt: input plus cached input of the newest reply.
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage) and message.usage is not None:
-            u = message.usage
-            return u.input + u.cache_read + u.cache_write
-    return 0
-
-
-def _trigger_of(params: CompactParams, target: str) -> str:
-    # The host names why it compacts (overflow, manual, budget) in runtimeContext; audit that.
-    named = (params.runtime_context or {}).get("trigger")
-    if isinstance(named, str) and named:
-        return named
-    return params.force_reason or ("manual" if params.force else target)
-
-
-async def plan_items(
-    conn: AsyncConnection,
-    entries: Sequence[ResolvedItem],
-    renders: RenderCache,
-    counter: TokenCounter,
-    config: LosslessConfig,
-) -> list[PlanItem]:
-    """Context entries as the compaction planner sees them.
-
-    Summaries cost what their rendered XML costs; externalised large messages cost their stub.
-    """
-    rendered, stubs = await load_render_inputs(conn, entries, renders, counter, config.large_file_token_threshold)
-    ids = [e.summary_id for e in entries if isinstance(e, SummaryItem)]
-    stats: dict[str, tuple[int, int]] = {}
-    for start in range(0, len(ids), 500):
-        rows = await conn.execute(
-            select(Summary.summary_id, Summary.descendant_token_count, Summary.source_message_token_count).where(
-                Summary.summary_id.in_(ids[start : start + 500])
-            )
-        )
-        stats.update({sid: (d, s) for sid, d, s in rows})
-    items: list[PlanItem] = []
-    for e in entries:
-        if isinstance(e, MessageItem):
-            stub = stubs.get(e.message_id)
-            view = stub.message if stub else e.message
-            items.append(PlanItem("message", e.message_id, e.token_count, message=view, entry_id=e.entry_id))
-        else:
-            desc_tokens, src_tokens = stats.get(e.summary_id, (0, 0))
-            items.append(
-                PlanItem(
-                    "summary",
-                    e.summary_id,
-                    rendered[e.summary_id].tokens,
-                    depth=e.summary.depth,
-                    content=e.summary.content,
-                    earliest_at=e.summary.earliest_at,
-                    latest_at=e.summary.latest_at,
-                    descendant_count=e.summary.descendant_count,
-                    descendant_token_count=desc_tokens,
-                    source_message_token_count=src_tokens,
-                )
-            )
-    return items
-
-
-class LosslessContextEngine(ContextAdoption):
+class LosslessContextEngine(ContextAdoption, RecallAccess):
     """Lossless Context Management: a DAG of summaries over an immutable message store."""
 
     tools_accept_spawn: ClassVar[bool] = True
@@ -232,7 +161,7 @@ class LosslessContextEngine(ContextAdoption):
                 conn, session.session_id, key, self.config.large_file_token_threshold, self.counter
             )
             stored = await repo.context_tokens(conn, session.session_id)
-            observed = _observed_prompt_tokens(params.messages[params.pre_prompt_message_count :])
+            observed = observed_prompt_tokens(params.messages[params.pre_prompt_message_count :])
             budget = self.config.budget(params.token_budget)
             pressure = max(stored, observed)
             if pressure <= self.config.threshold_tokens(budget):
@@ -302,7 +231,7 @@ class LosslessContextEngine(ContextAdoption):
             self.config.budget(params.token_budget),
             target,
             force=params.force,
-            trigger=_trigger_of(params, target),
+            trigger=trigger_of(params, target),
             observed=params.current_token_count or 0,
             instructions=params.custom_instructions or "",
             abort=params.abort_signal,
@@ -475,58 +404,6 @@ class LosslessContextEngine(ContextAdoption):
         plan.fresh_tail_max_tokens = self.config.tail_max_tokens(budget)
         plan.live = live_suffix(params.messages, entries)
         return build_assembly(entries, plan, self.counter)
-
-    # --- sub-agents and tools ----------------------------------------------------------------
-
-    def _grant_store(self) -> GrantStore:
-        if self._grants is None:
-            from engines.lossless.grants import GrantStore
-
-            self._grants = GrantStore(self.store)
-        return self._grants
-
-    async def prepare_subagent_spawn(self, params: PrepareSubagentSpawnParams) -> SubagentSpawnPreparation:
-        """Grant the child scoped, token-capped recall over the parent's session; rollback revokes it.
-
-        A child that `lcm_expand_query` delegates to already holds the grant the tool made for it (its
-        token cap is the call's); that one is kept, not widened to the defaults.
-        """
-        grants = self._grant_store()
-        child = params.child_session_key
-        existing = await grants.get(child)
-        if (
-            existing is None
-            or existing.parent_session_key != params.parent_session_key
-            or not existing.live(grants.clock())
-        ):
-            await grants.create(
-                params.parent_session_key,
-                child,
-                token_cap=self.config.max_expand_tokens,
-                max_depth=_SUBAGENT_MAX_DEPTH,
-                ttl_ms=params.ttl_ms or _SUBAGENT_TTL_MS,
-            )
-
-        async def rollback() -> None:
-            await grants.revoke(child, "spawn-rollback")
-
-        return SubagentSpawnPreparation(rollback)
-
-    async def on_subagent_ended(self, params: SubagentEndedParams) -> None:
-        """Revoke the child's grant."""
-        await self._grant_store().revoke(params.child_session_key, params.reason)
-
-    def tools(self, session_key: str, *, spawn: SpawnCallback | None = None) -> list[ToolSpec]:
-        """The recall tools (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query) for a session.
-
-        `spawn` runs a recall sub-agent through the host (``Runtime.run_subagent``); without it,
-        ``lcm_expand_query`` expands in-process under a delegated grant.
-        """
-        from engines.lossless.tools import build_tools
-
-        return build_tools(
-            self.store, session_key=session_key, config=self.config, grant_store=self._grant_store(), spawn=spawn
-        )
 
     async def dispose(self) -> None:
         """Nothing to release: the Store belongs to the host."""

@@ -23,9 +23,9 @@ from lcm_helpers import (
 from sqlalchemy import select, text
 
 from engines.lossless.assemble import fresh_tail_start
-from engines.lossless.compaction import MAX_SWEEP_ROUNDS, PlanItem, plan_condensed_pass, plan_leaf_pass
 from engines.lossless.config import resolve_config
 from engines.lossless.engine import DEBT_STATE, create_engine
+from engines.lossless.planning import MAX_SWEEP_ROUNDS, PlanItem, plan_condensed_pass, plan_leaf_pass
 from engines.lossless.prompts import EXPAND_FOOTER, condensed_prompt, leaf_prompt
 from openclaw_ctx.contract import AbortSignal, AfterTurnParams, CompactParams, EngineContext
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError

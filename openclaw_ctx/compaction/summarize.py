@@ -36,6 +36,8 @@ from openclaw_ctx.summarize.prompts import (
 )
 from openclaw_ctx.tokens import TokenCounter
 
+__all__ = ["FALLBACK_SUMMARIZER", "Summaries", "SummaryJob", "summarize_plan"]
+
 FALLBACK_SUMMARIZER = "deterministic-fallback"
 T = TypeVar("T")
 

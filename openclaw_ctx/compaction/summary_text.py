@@ -18,6 +18,23 @@ from openclaw_ctx.messages import (
 )
 from openclaw_ctx.summarize.prompts import SPLIT_TURN_HEADER
 
+__all__ = [
+    "BASE_CHUNK_RATIO",
+    "FILE_LIST_MAX_CHARS",
+    "FileOps",
+    "MIN_CHUNK_RATIO",
+    "SAFETY_MARGIN",
+    "SUMMARIZATION_OVERHEAD_TOKENS",
+    "SUMMARY_MAX_CHARS",
+    "adaptive_chunk_ratio",
+    "chunk_messages",
+    "compose_summary",
+    "extract_file_ops",
+    "is_oversized",
+    "max_chunk_tokens",
+    "oversized_note",
+]
+
 SAFETY_MARGIN = 1.2
 BASE_CHUNK_RATIO = 0.4
 MIN_CHUNK_RATIO = 0.15

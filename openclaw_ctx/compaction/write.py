@@ -27,6 +27,16 @@ from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import TokenCounter
 
+__all__ = [
+    "ContextChanged",
+    "SUMMARY_PREFIX",
+    "SUMMARY_SUFFIX",
+    "WriteMeta",
+    "load_previous_rows",
+    "summary_item_tokens",
+    "write_compaction",
+]
+
 SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 SUMMARY_SUFFIX = "\n</summary>"
 

@@ -20,6 +20,8 @@ from openclaw_ctx.store.repo.context import ItemRef
 from openclaw_ctx.store.repo.sessions import SessionRow, rotate_session
 from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
 
+__all__ = ["CompactionRecord", "commit_compaction", "mark_turn_compacted", "record_compaction", "record_turn"]
+
 
 @dataclass(frozen=True)
 class CompactionRecord:

@@ -20,6 +20,18 @@ from openclaw_ctx.messages import AgentMessage, message_from_json
 from openclaw_ctx.store.models import ContextItem
 from openclaw_ctx.store.repo.driver import Driver
 
+__all__ = [
+    "ItemRef",
+    "ItemType",
+    "MessageItem",
+    "ResolvedItem",
+    "SummaryItem",
+    "SummaryRef",
+    "context_item_count",
+    "context_tokens",
+    "load_context",
+]
+
 ItemType = Literal["message", "summary"]
 
 

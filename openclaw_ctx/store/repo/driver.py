@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+__all__ = ["Driver"]
+
 
 class Driver:
     """The aiosqlite connection under an AsyncConnection, for hot-path statements in one hop each (public for engines).

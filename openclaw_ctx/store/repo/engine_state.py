@@ -13,6 +13,8 @@ from openclaw_ctx.store.models import (
     EngineState,
 )
 
+__all__ = ["get_engine_state", "set_engine_state"]
+
 # --- engine state --------------------------------------------------------------------------------
 
 

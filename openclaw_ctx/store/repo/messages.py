@@ -28,6 +28,8 @@ from openclaw_ctx.store.repo.driver import Driver
 from openclaw_ctx.store.repo.sessions import SessionRow
 from openclaw_ctx.tokens import TokenCounter
 
+__all__ = ["AppendResult", "NewMessage", "append_messages", "load_messages", "message_token_count"]
+
 # --- messages ------------------------------------------------------------------------------------
 
 

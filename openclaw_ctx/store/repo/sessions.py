@@ -19,6 +19,17 @@ from openclaw_ctx.store.models import (
 )
 from openclaw_ctx.store.repo.context import ItemRef
 
+__all__ = [
+    "SessionRow",
+    "active_session",
+    "ensure_session",
+    "get_session",
+    "rotate_session",
+    "session_chain",
+    "start_fresh_session",
+    "successor_session_file",
+]
+
 
 def successor_session_file(previous: str | None, session_id: str, directory: str | None = None) -> str:
     """OpenClaw's successor name: `<ISO time with : and . as ->_<sessionId>.jsonl`, beside the predecessor."""

@@ -17,6 +17,8 @@ from openclaw_ctx.store.models import (
 )
 from openclaw_ctx.store.repo.sessions import SessionRow
 
+__all__ = ["NewSummary", "insert_summary"]
+
 # --- summaries, rotation, audit ------------------------------------------------------------------
 
 

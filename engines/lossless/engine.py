@@ -22,7 +22,7 @@ from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly,
 from engines.lossless.compaction import SweepOutcome, sweep
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
 from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
-from engines.lossless.items import observed_prompt_tokens, plan_items, trigger_of
+from engines.lossless.items import observed_prompt_tokens, plan_items, swept_result, trigger_of
 from engines.lossless.large_content import externalise_session
 from engines.lossless.migration import ContextAdoption
 from engines.lossless.planning import PlanItem, SweepSettings, total_tokens
@@ -49,6 +49,7 @@ from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.repo import ItemRef, ResolvedItem, SessionRow, SummaryItem
 from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
+from openclaw_ctx.summarize.extractive import ExtractiveSummarizer
 
 if TYPE_CHECKING:
     from engines.lossless.grants import GrantStore
@@ -72,7 +73,7 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
             raise EngineError("lossless-claw needs the host's Store (EngineContext.store is None)")
         self.store = ctx.store
         self.counter = ctx.store.counter
-        self.summarizer: Summarizer = ctx.summarizer or self._default_summarizer()
+        self.summarizer: Summarizer = ctx.summarizer or ExtractiveSummarizer(self.counter)
         self._ctx = ctx
         self._renders = RenderCache()
         self._successor: dict[str, str] = {}
@@ -95,11 +96,6 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
                 )
             },
         )
-
-    def _default_summarizer(self) -> Summarizer:
-        from openclaw_ctx.summarize.extractive import ExtractiveSummarizer
-
-        return ExtractiveSummarizer(self.counter)
 
     @property
     def info(self) -> EngineInfo:
@@ -331,7 +327,6 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
             )
             successor = await repo.commit_compaction(conn, session, outcome.created, items, record)
             after = sum(item.tokens for item in items)
-            top = outcome.created[-1]
             await repo.set_engine_state(conn, ENGINE_ID, session.session_key, DEBT_STATE, None)
             mark = await repo.get_engine_state(conn, ENGINE_ID, session.session_key, BOOTSTRAP_STATE)
             if isinstance(mark, dict):
@@ -341,24 +336,7 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
         for sid, rendered in outcome.rendered.items():
             self._renders.put(sid, rendered)
         self._successor[session.session_id] = successor.session_id
-        return CompactResult(
-            ok=True,
-            compacted=True,
-            reason=outcome.stop_reason,
-            result=CompactResultDetail(
-                summary=top.content,
-                first_kept_entry_id=first_kept.entry_id if first_kept else None,
-                tokens_before=before,
-                tokens_after=after,
-                details={
-                    "summaries_created": len(outcome.created),
-                    "passes": outcome.passes,
-                    "max_depth": max(n.depth for n in outcome.created),
-                },
-                session_id=successor.session_id,
-                session_file=successor.session_file,
-            ),
-        )
+        return swept_result(outcome, successor, first_kept.entry_id if first_kept else None, before, after)
 
     # --- assembly ------------------------------------------------------------------------
 

@@ -11,15 +11,16 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import RenderCache, load_render_inputs
+from engines.lossless.compaction import SweepOutcome
 from engines.lossless.config import LosslessConfig
 from engines.lossless.planning import PlanItem
-from openclaw_ctx.contract import CompactParams
+from openclaw_ctx.contract import CompactParams, CompactResult, CompactResultDetail
 from openclaw_ctx.messages import AgentMessage, AssistantMessage
 from openclaw_ctx.store.models import Summary
-from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SummaryItem
+from openclaw_ctx.store.repo import MessageItem, ResolvedItem, SessionRow, SummaryItem
 from openclaw_ctx.tokens import TokenCounter
 
-__all__ = ["observed_prompt_tokens", "plan_items", "trigger_of"]
+__all__ = ["observed_prompt_tokens", "plan_items", "swept_result", "trigger_of"]
 
 
 def observed_prompt_tokens(messages: list[AgentMessage]) -> int:
@@ -83,3 +84,27 @@ async def plan_items(
                 )
             )
     return items
+
+
+def swept_result(
+    outcome: SweepOutcome, successor: SessionRow, first_kept_entry_id: str | None, before: int, after: int
+) -> CompactResult:
+    """What `compact` answers after a sweep was written: the top summary and the successor session."""
+    return CompactResult(
+        ok=True,
+        compacted=True,
+        reason=outcome.stop_reason,
+        result=CompactResultDetail(
+            summary=outcome.created[-1].content,
+            first_kept_entry_id=first_kept_entry_id,
+            tokens_before=before,
+            tokens_after=after,
+            details={
+                "summaries_created": len(outcome.created),
+                "passes": outcome.passes,
+                "max_depth": max(n.depth for n in outcome.created),
+            },
+            session_id=successor.session_id,
+            session_file=successor.session_file,
+        ),
+    )

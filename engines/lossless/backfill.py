@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.assemble import RenderCache
@@ -41,7 +41,7 @@ from engines.lossless.planning import PlanItem, SweepSettings
 from openclaw_ctx.contract.adoption import DEFAULT_BATCH, AdoptionProgress, AdoptionReport
 from openclaw_ctx.errors import CompactionError, NotFoundError
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.models import Compaction, ContextItem, Message, Summary, SummaryMessage, SummaryParent
+from openclaw_ctx.store.models import ContextItem, Message, Summary
 from openclaw_ctx.store.repo import ItemRef, MessageItem, ResolvedItem, SessionRow, SummaryItem, SummaryRef
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
@@ -197,7 +197,7 @@ async def _start(
         else:
             if raw is not None:
                 stale = _State.from_json(raw)
-                dropped = await _discard(conn, stale.created)
+                dropped = await repo.discard_unpublished_summaries(conn, stale.created)
                 notes.append(
                     f"the session rotated since the interrupted backfill ({stale.batches} batch(es)); "
                     f"started over and dropped its {dropped} unpublished summary(ies)"
@@ -207,34 +207,6 @@ async def _start(
         total = await _items_upto(conn, session.session_id, None)
         before = await repo.context_tokens(conn, session.session_id)
     return session, state, resumed, total, before, notes
-
-
-async def _discard(conn: AsyncConnection, created: Sequence[str]) -> int:
-    """Delete the nodes an abandoned backfill wrote: no context, audit row or other summary uses them.
-
-    They were never part of any context, and leaving them would cover their messages twice once the
-    backfill runs again. Anything referenced from outside the set is kept.
-    """
-    ids = set(created)
-    used: set[str] = set()
-    for start in range(0, len(created), 500):
-        chunk = list(created[start : start + 500])
-        for query in (
-            select(ContextItem.summary_id).where(ContextItem.summary_id.in_(chunk)),
-            select(Compaction.summary_id).where(Compaction.summary_id.in_(chunk)),
-            select(SummaryParent.source_summary_id).where(
-                SummaryParent.source_summary_id.in_(chunk), SummaryParent.summary_id.not_in(ids)
-            ),
-        ):
-            used.update(str(r[0]) for r in await conn.execute(query))
-    doomed = [sid for sid in created if sid not in used]
-    for start in range(0, len(doomed), 500):
-        chunk = doomed[start : start + 500]
-        await conn.execute(delete(SummaryParent).where(SummaryParent.summary_id.in_(chunk)))
-        await conn.execute(delete(SummaryMessage).where(SummaryMessage.summary_id.in_(chunk)))
-    for start in range(0, len(doomed), 500):
-        await conn.execute(delete(Summary).where(Summary.summary_id.in_(doomed[start : start + 500])))
-    return len(doomed)
 
 
 async def _items_upto(conn: AsyncConnection, session_id: str, ordinal: int | None) -> int:

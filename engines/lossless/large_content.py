@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.models import LargeContent
@@ -32,7 +32,8 @@ from openclaw_ctx.messages import (
     message_from_json,
 )
 from openclaw_ctx.recall import DescribeOptions, FileDescription, register_describer
-from openclaw_ctx.store.models import ContextItem, Message
+from openclaw_ctx.store import repo
+from openclaw_ctx.store.models import Message
 from openclaw_ctx.store.repo import message_token_count
 from openclaw_ctx.tokens import TokenCounter
 
@@ -268,12 +269,7 @@ async def externalise_session(
         _build_row(session_key, mid, message_from_json(raw), tokens, threshold, counter) for mid, raw, tokens in found
     ]
     await conn.execute(insert(LargeContent), rows)
-    for row in rows:
-        await conn.execute(
-            update(ContextItem)
-            .where(ContextItem.session_id == session_id, ContextItem.message_id == row["message_id"])
-            .values(token_count=row["stub_token_count"])
-        )
+    await repo.set_message_item_tokens(conn, session_id, {r["message_id"]: r["stub_token_count"] for r in rows})
     return [r["file_id"] for r in rows]
 
 

@@ -25,6 +25,7 @@ from openclaw_ctx.store.repo.context import (
     context_item_count,
     context_tokens,
     load_context,
+    set_message_item_tokens,
 )
 from openclaw_ctx.store.repo.driver import Driver
 from openclaw_ctx.store.repo.engine_state import get_engine_state, set_engine_state
@@ -45,9 +46,11 @@ from openclaw_ctx.store.repo.sessions import (
     start_fresh_session,
     successor_session_file,
 )
-from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
+from openclaw_ctx.store.repo.summaries import NewSummary, discard_unpublished_summaries, insert_summary
 
 __all__ = [
+    "discard_unpublished_summaries",
+    "set_message_item_tokens",
     "AppendResult",
     "CompactionRecord",
     "Driver",

@@ -10,10 +10,11 @@ is written from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.messages import AgentMessage, message_from_json
@@ -21,6 +22,7 @@ from openclaw_ctx.store.models import ContextItem
 from openclaw_ctx.store.repo.driver import Driver
 
 __all__ = [
+    "set_message_item_tokens",
     "ItemRef",
     "ItemType",
     "MessageItem",
@@ -149,3 +151,13 @@ async def context_item_count(conn: AsyncConnection, session_id: str) -> int:
     """How many context items the session has (one indexed count; nothing is parsed)."""
     count = await conn.scalar(select(func.count()).select_from(ContextItem).where(ContextItem.session_id == session_id))
     return int(count or 0)
+
+
+async def set_message_item_tokens(conn: AsyncConnection, session_id: str, tokens: Mapping[int, int]) -> None:
+    """Set what the session's context items of these messages cost (message id → tokens), e.g. a stub's."""
+    for message_id, count in tokens.items():
+        await conn.execute(
+            update(ContextItem)
+            .where(ContextItem.session_id == session_id, ContextItem.message_id == message_id)
+            .values(token_count=count)
+        )

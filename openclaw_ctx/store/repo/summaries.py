@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx._ids import new_summary_id
 from openclaw_ctx.store.models import (
+    Compaction,
+    ContextItem,
     Summary,
     SummaryMessage,
     SummaryParent,
 )
 from openclaw_ctx.store.repo.sessions import SessionRow
 
-__all__ = ["NewSummary", "insert_summary"]
+__all__ = ["NewSummary", "discard_unpublished_summaries", "insert_summary"]
 
 # --- summaries, rotation, audit ------------------------------------------------------------------
 
@@ -95,3 +98,31 @@ async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: Ne
             ],
         )
     return summary.summary_id
+
+
+async def discard_unpublished_summaries(conn: AsyncConnection, created: Sequence[str]) -> int:
+    """Delete summaries an abandoned batched build wrote that no context, audit row or other summary uses.
+
+    They were never part of any context, and leaving them would cover their messages twice once the
+    backfill runs again. Anything referenced from outside the set is kept.
+    """
+    ids = set(created)
+    used: set[str] = set()
+    for start in range(0, len(created), 500):
+        chunk = list(created[start : start + 500])
+        for query in (
+            select(ContextItem.summary_id).where(ContextItem.summary_id.in_(chunk)),
+            select(Compaction.summary_id).where(Compaction.summary_id.in_(chunk)),
+            select(SummaryParent.source_summary_id).where(
+                SummaryParent.source_summary_id.in_(chunk), SummaryParent.summary_id.not_in(ids)
+            ),
+        ):
+            used.update(str(r[0]) for r in await conn.execute(query))
+    doomed = [sid for sid in created if sid not in used]
+    for start in range(0, len(doomed), 500):
+        chunk = doomed[start : start + 500]
+        await conn.execute(delete(SummaryParent).where(SummaryParent.summary_id.in_(chunk)))
+        await conn.execute(delete(SummaryMessage).where(SummaryMessage.summary_id.in_(chunk)))
+    for start in range(0, len(doomed), 500):
+        await conn.execute(delete(Summary).where(Summary.summary_id.in_(doomed[start : start + 500])))
+    return len(doomed)

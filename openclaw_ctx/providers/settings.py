@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract.model import Model
 from openclaw_ctx.errors import ConfigError
@@ -31,7 +32,7 @@ from openclaw_ctx.providers.openai import OPENAI_BASE_URL, OpenAIChatModel, Open
 __all__ = ["CONFIGURE_HELP", "PLUGIN_ID", "ProviderSpec", "plugin_config", "resolve_model", "resolve_summary_specs"]
 
 Api = Literal["openai", "anthropic"]
-PLUGIN_ID = "lossless-claw"
+PLUGIN_ID = LOSSLESS_ENGINE_ID
 _PROVIDERS: dict[str, tuple[Api, str]] = {
     "openai": ("openai", OPENAI_BASE_URL),
     "anthropic": ("anthropic", ANTHROPIC_BASE_URL),

@@ -170,3 +170,15 @@ def load_config(path: str | Path | None = None) -> OpenClawConfig:
         raise ConfigError(f"{file}: {where}: {first['msg']}") from exc
     config.source_path = str(file)
     return config
+
+
+ENGINES_ENV = "OPENCLAW_CTX_ENGINES"
+"""Comma-separated engine ids whose entry points may load (engines and their transcript entry kinds)."""
+
+
+def engines_allowed_by_env() -> frozenset[str] | None:
+    """The engine ids ``OPENCLAW_CTX_ENGINES`` allows (``None``: unset or blank, no restriction)."""
+    raw = os.environ.get(ENGINES_ENV)
+    if raw is None or not raw.strip():
+        return None
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())

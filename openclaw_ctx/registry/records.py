@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import re
 from dataclasses import dataclass, replace
 from importlib.metadata import EntryPoint
 from typing import Any, Literal, Protocol
 
-from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig
+from openclaw_ctx.config import DEFAULT_ENGINE_ID, OpenClawConfig, engines_allowed_by_env
 from openclaw_ctx.contract import REQUIRED_HOOKS, ContextEngine, EngineContext, EngineFactory
 
 _log = logging.getLogger("openclaw_ctx.registry.registry")
@@ -41,8 +40,6 @@ CORE_OWNER = "core"
 PUBLIC_SDK_OWNER = "public-sdk"
 _PLUGIN_PREFIX = "plugin:"
 _OUR_DISTRIBUTION = "openclaw-ctx"
-_ENGINES_ENV = "OPENCLAW_CTX_ENGINES"
-
 Lifecycle = Literal["runtime", "readOnlyDiscovery"]
 
 
@@ -156,10 +153,8 @@ def entry_point_owner(ep: EntryPoint) -> str:
 
 def env_allow() -> set[str] | None:
     """Entry-point names ``OPENCLAW_CTX_ENGINES`` allows (``None``: no restriction)."""
-    raw = os.environ.get(_ENGINES_ENV)
-    if raw is None or not raw.strip():
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
+    allowed = engines_allowed_by_env()
+    return set(allowed) if allowed is not None else None
 
 
 class _Registrar(Protocol):

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Collection
 from importlib.metadata import entry_points
 
 from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
+from openclaw_ctx.config import engines_allowed_by_env
 from openclaw_ctx.transcripts.custom.audit import COMPACTION_KIND, TURN_KIND
 from openclaw_ctx.transcripts.custom.context import CONTEXT_KIND
 from openclaw_ctx.transcripts.custom.registry import EntryKinds
@@ -28,7 +28,6 @@ from openclaw_ctx.transcripts.custom.summaries import SUMMARY_KIND
 __all__ = ["ENTRY_POINT_GROUP", "core_entry_kinds", "load_entry_kinds"]
 
 ENTRY_POINT_GROUP = "openclaw_ctx.transcript_entries"
-_ENGINES_ENV = "OPENCLAW_CTX_ENGINES"
 # The kinds our own plugins write, so that a file holding one names what is missing.
 _PLUGIN_KINDS = {"openclaw-ctx/lcm-large-content": LOSSLESS_ENGINE_ID}
 _log = logging.getLogger(__name__)
@@ -42,13 +41,6 @@ def core_entry_kinds() -> EntryKinds:
     return kinds
 
 
-def _env_allow() -> frozenset[str] | None:
-    raw = os.environ.get(_ENGINES_ENV)
-    if raw is None or not raw.strip():
-        return None
-    return frozenset(part.strip() for part in raw.split(",") if part.strip())
-
-
 def load_entry_kinds(allow: Collection[str] | None = None) -> EntryKinds:
     """Core's kinds plus every installed engine's (loaded once per `allow` set).
 
@@ -56,7 +48,7 @@ def load_entry_kinds(allow: Collection[str] | None = None) -> EntryKinds:
         allow: entry-point names (engine ids) to load; None reads ``OPENCLAW_CTX_ENGINES`` and loads
             everything when that is unset. A failing entry point is logged and skipped.
     """
-    return _loaded(frozenset(allow) if allow is not None else _env_allow())
+    return _loaded(frozenset(allow) if allow is not None else engines_allowed_by_env())
 
 
 @functools.cache

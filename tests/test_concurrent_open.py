@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_four_processes_upgrading_a_fresh_file_all_succeed(tmp_path: Path) -> No
 
 def test_threads_with_their_own_loops_open_and_write_one_fresh_file(tmp_path: Path) -> None:
     db = tmp_path / "fresh.db"
-    errors: list[BaseException] = []
+    errors: list[str] = []
 
     def worker(n: int) -> None:
         async def run() -> None:
@@ -56,14 +57,14 @@ def test_threads_with_their_own_loops_open_and_write_one_fresh_file(tmp_path: Pa
 
         try:
             asyncio.run(run())
-        except BaseException as exc:  # collected and asserted below
-            errors.append(exc)
+        except BaseException:  # collected with its traceback (which statement failed) and asserted below
+            errors.append(traceback.format_exc())
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=300)
-    assert errors == []
+    assert errors == [], "\n".join(errors)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (6,)

@@ -197,9 +197,14 @@ class Store:
 
         # The schema lock makes concurrent first opens take turns: the later ones find the schema at
         # head and have nothing left to do, instead of failing with "database is locked".
+        # BEGIN IMMEDIATE takes the write lock before Alembic's first read: a deferred transaction that
+        # read first and wrote later would fail at once ("database is locked", no busy wait) whenever
+        # another connection committed in between.
         with wrap_db_errors(self.path):
-            async with self.locks.schema(), self._write_lock, self.engine.begin() as conn:
-                await conn.run_sync(run)
+            async with self.locks.schema(), self._write_lock, self.engine.connect() as conn:
+                conn = await conn.execution_options(openclaw_begin="BEGIN IMMEDIATE")
+                async with conn.begin():
+                    await conn.run_sync(run)
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -254,7 +259,9 @@ def _refuse_newer(path: str) -> None:
         return
     with (
         wrap_db_errors(path),
-        contextlib.closing(sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)) as db,
+        contextlib.closing(
+            sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        ) as db,
     ):
         found = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'").fetchone()
         current = db.execute("SELECT version_num FROM alembic_version").fetchone() if found else None

@@ -6,11 +6,12 @@ Summary model, first match wins (the lossless-claw order): the caller's argument
 ``compaction.provider``), else a ``provider/model`` prefix, else ``claude*`` → anthropic, else openai.
 Turn model: the argument → ``agents.defaults.model``.
 
-Base URL: ``LCM_SUMMARY_BASE_URL`` (summaries only) → ``models.providers.<p>.baseUrl`` → ``OPENAI_BASE_URL`` /
-``ANTHROPIC_BASE_URL`` (for those two providers) → the provider's default (Ollama, vLLM, LM Studio and
-llama.cpp have local defaults). Key: ``models.providers.<p>.apiKey`` → ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``;
-required only for the providers' own cloud endpoints. Keys are wrapped in :class:`~.http.Secret` at once:
-they are never logged, never in a repr, never written anywhere.
+Base URL: ``LCM_SUMMARY_BASE_URL`` (summaries only) → ``models.providers.<p>.baseUrl`` → ``ANTHROPIC_BASE_URL``
+(anthropic) or ``OPENAI_BASE_URL`` (openai and the OpenAI-compatible local servers) → the provider's default
+(Ollama, vLLM, LM Studio and llama.cpp have local defaults).
+Key: ``models.providers.<p>.apiKey`` → ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; required only for the
+providers' own cloud endpoints. Keys are wrapped in :class:`~.http.Secret` at once: they are never logged,
+never in a repr, never written anywhere.
 """
 
 from __future__ import annotations
@@ -105,8 +106,7 @@ def _spec(
     known = _PROVIDERS.get(name)
     api_field = str(entry.get("api", ""))
     api: Api = "anthropic" if "anthropic" in api_field else ("openai" if api_field else (known or ("openai", ""))[0])
-    url = base_url or entry.get("baseUrl") or (env.get(_URL_ENV[name]) if name in _URL_ENV else None)
-    url = url or (known[1] if known else None)
+    url = base_url or entry.get("baseUrl") or _url_from_env(name, known, env) or (known[1] if known else None)
     if not url:
         raise ConfigError(
             f"provider {name!r} (model {model!r}, from {source}): no base URL; set models.providers.{name}.baseUrl"
@@ -117,6 +117,13 @@ def _spec(
         raise ConfigError(f"provider {name!r} (model {model!r}, from {source}) needs an API key: set {where}")
     key = Secret(str(raw_key)) if raw_key else None
     return ProviderSpec(provider=name, api=api, model=model, base_url=str(url), source=source, api_key=key)
+
+
+def _url_from_env(name: str, known: tuple[Api, str] | None, env: Mapping[str, str]) -> str | None:
+    """The base URL the environment gives `name`: its own variable, or ``OPENAI_BASE_URL`` for the local
+    OpenAI-compatible servers (Ollama, vLLM, LM Studio, llama.cpp), as the configure help promises."""
+    variable = _URL_ENV.get(name) or ("OPENAI_BASE_URL" if known is not None and known[0] == "openai" else None)
+    return (env.get(variable) or None) if variable else None
 
 
 def plugin_config(config: OpenClawConfig) -> dict[str, Any]:

@@ -329,3 +329,12 @@ def test_the_model_and_provider_can_come_from_openclaw_json(
     assert re.search(r"context:\s+\d+ / 2,250 tokens", result.stdout)
     assert loopback.requests[0].headers["authorization"] == "Bearer sk-from-config"
     assert "sk-from-config" not in result.stdout + result.stderr
+
+
+def test_openai_base_url_reaches_the_local_openai_compatible_servers(db_path: Path, loopback: LoopbackServer) -> None:
+    # The README's Ollama line: a server on a non-default port, named only by OPENAI_BASE_URL.
+    env = {"OPENAI_BASE_URL": loopback.openai_url}
+    result = chat(db_path, ["hello ollama", "/quit"], env, "--key", "agent:main:main", "--model", "ollama/llama3.1")
+    assert result.returncode == 0, result.stderr
+    assert "echo: hello ollama" in result.stdout
+    assert len(loopback.requests) == 1 and loopback.requests[0].body["model"] == "llama3.1"

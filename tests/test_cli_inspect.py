@@ -114,6 +114,21 @@ def test_doctor_reports_a_configured_engine_that_is_missing(db_path: Path, tmp_p
     assert [q["engine_id"] for q in quarantined] == ["no-such-engine"]
 
 
+def test_doctor_checks_the_lossless_slot_before_the_database_exists(tmp_path: Path) -> None:
+    # A new user's first `doctor`: the slot names lossless-claw, the database is not created yet.
+    config = tmp_path / "openclaw.json"
+    config.write_text("{ plugins: { slots: { contextEngine: 'lossless-claw' } } }\n")
+    db = tmp_path / "new.db"
+    result = invoke("--db", str(db), "--config", str(config), "doctor", "--json")
+    assert result.exit_code == 0, result.stdout
+    checks = checks_of(result)
+    assert checks["database"]["status"] == "warn" and "does not exist yet" in checks["database"]["detail"]
+    assert checks["engine"]["status"] == "ok" and checks["engine"]["detail"].startswith("lossless-claw (configured")
+    quarantined = [q["engine_id"] for q in json.loads(result.stdout)["quarantines"]]  # process-wide, so filtered
+    assert "lossless-claw" not in quarantined
+    assert not db.exists(), "doctor never creates the database"
+
+
 def test_doctor_reports_a_broken_config(db_path: Path, tmp_path: Path) -> None:
     config = tmp_path / "openclaw.json"
     config.write_text("{ plugins: ")

@@ -7,6 +7,7 @@ from the registry once the store is known, and the doctor turns them into checks
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -128,6 +129,19 @@ async def _check_database(report: DoctorReport, path: Path) -> Store | None:
     return None
 
 
+async def _engine_facts_with_a_store(
+    engine_facts: EngineFactsSource, config: OpenClawConfig | None, store: Store | None
+) -> EngineFacts:
+    """The registry's facts; without a usable database (not created yet, or failing its own check) the
+    engine is started on a scratch store, so the report says whether the engine works, not that the
+    database is missing a second time."""
+    if store is not None:
+        return await engine_facts(config, store)
+    with tempfile.TemporaryDirectory(prefix="openclaw-ctx-doctor-") as scratch:
+        async with await Store.open(Path(scratch) / "scratch.db") as scratch_store:
+            return await engine_facts(config, scratch_store)
+
+
 def _check_engine(report: DoctorReport, facts: EngineFacts) -> None:
     for name, error in sorted(facts.load_errors.items()):
         # A broken plugin the slot does not select is worth a warning; the selected one is fatal.
@@ -215,7 +229,7 @@ async def diagnose(
         report.add("config", "fail", exc.detail)
     store = await _check_database(report, db)
     try:
-        facts = await engine_facts(config, store)
+        facts = await _engine_facts_with_a_store(engine_facts, config, store)
         _check_engine(report, facts)
         await _check_lossless_installed(report, facts, store)
         _check_tokenizer(report)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,18 @@ __all__ = ["CliState", "app", "console", "err_console", "main", "open_store", "r
 
 T = TypeVar("T")
 
-console = Console()
+PIPED_WIDTH = 4096
+
+
+def _stdout_width() -> int | None:
+    """Rich squeezes every table to 80 columns when stdout is not a terminal; a pipe or a file gets
+    whole lines instead (``COLUMNS`` still wins), as ``sqlite-utils`` and ``llm`` print them."""
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return None
+    return PIPED_WIDTH
+
+
+console = Console(width=_stdout_width())
 err_console = Console(stderr=True)
 
 app = typer.Typer(

@@ -39,7 +39,7 @@ from openclaw_ctx.config import CompactionSettings
 from openclaw_ctx.contract import AbortSignal, CompactParams, CompactResult, EngineContext
 from openclaw_ctx.errors import NotFoundError, SummarizerAuthError
 from openclaw_ctx.store import repo
-from openclaw_ctx.store.repo import SummaryItem
+from openclaw_ctx.store.repo import MessageItem, SummaryItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer, reset_spend_guard
 
@@ -119,9 +119,17 @@ async def compact_session(
         if token_budget and not should_compact(tokens_before, token_budget, settings):
             limit = token_budget - settings.effective_reserve()
             return _not_done(f"below threshold ({tokens_before} <= {limit} tokens)")
-    plan = plan_compaction(entries, keep_recent_budget(settings, token_budget))
+    keep_recent = keep_recent_budget(settings, token_budget)
+    plan = plan_compaction(entries, keep_recent)
     if not plan.covered:
-        return _not_done("nothing to compact")
+        # Say what was measured: "nothing to compact" alone reads as a silent failure.
+        raw = [e for e in entries if isinstance(e, MessageItem)]
+        raw_tokens = sum(e.token_count for e in raw)
+        return _not_done(
+            f"nothing to compact: the context's {len(raw)} raw messages ({raw_tokens:,} tokens; "
+            f"{tokens_before - raw_tokens:,} more in summaries) are the recent tail kept as they are "
+            f"(keepRecentTokens {keep_recent:,})"
+        )
 
     previous = "\n\n".join(_FILE_TAGS.sub("", e.summary.content).strip() for e in plan.previous)
     prev_details: dict[str, list[str]] = {"readFiles": [], "modifiedFiles": []}

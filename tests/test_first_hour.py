@@ -58,3 +58,12 @@ def test_piped_tables_keep_whole_lines(demo: tuple[Path, str]) -> None:
     assert key in result.stdout, "a piped table squeezed the session key over several lines"
     narrow = cli(db, "sessions", env={"COLUMNS": "60"})
     assert key not in narrow.stdout and max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
+def test_export_of_a_key_into_a_jsonl_name_says_it_needs_a_directory(demo: tuple[Path, str], tmp_path: Path) -> None:
+    db, key = demo
+    out = tmp_path / "X.jsonl"
+    result = cli(db, "export", "--key", key, "--out", str(out), env={"COLUMNS": "400"})
+    assert result.returncode == 2
+    assert "looks like a file name" in " ".join(result.stderr.split()) and "Traceback" not in result.stderr
+    assert not out.exists(), "nothing was written"

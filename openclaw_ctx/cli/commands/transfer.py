@@ -125,6 +125,13 @@ def export_command(
     """  # noqa: E501
     if (key is None) == (session is None):
         raise typer.BadParameter("give exactly one of --key and --session")
+    if key is not None and out.suffix.lower() == ".jsonl" and not out.is_dir():
+        # A key's chain is one transcript per session plus sessions.json: a directory, never one file.
+        raise typer.BadParameter(
+            f"--key writes one transcript per session of the key's chain, plus sessions.json, into a directory; "
+            f"{out} looks like a file name. Give a directory, or --session ID --out {out} for one transcript.",
+            param_hint="--out",
+        )
     state = state_of(ctx)
     report = run(_export(state, key, session, out, force))
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -67,3 +68,24 @@ def test_export_of_a_key_into_a_jsonl_name_says_it_needs_a_directory(demo: tuple
     assert result.returncode == 2
     assert "looks like a file name" in " ".join(result.stderr.split()) and "Traceback" not in result.stderr
     assert not out.exists(), "nothing was written"
+
+
+def test_migrate_reports_the_summaries_its_dry_run_announced(demo: tuple[Path, str], tmp_path: Path) -> None:
+    source, key = demo
+    db = tmp_path / "m.db"
+    with sqlite3.connect(source) as src, sqlite3.connect(db) as dst:
+        src.backup(dst)
+    args = ("migrate", "--to", "lossless-claw", "--key", key, "--budget", "16000")
+    count = "SELECT count(*) FROM summaries"
+    planned = " ".join(cli(db, *args, "--dry-run").stdout.split())
+    with sqlite3.connect(db) as conn:
+        before = conn.execute(count).fetchone()[0]
+    done = cli(db, *args)
+    assert done.returncode == 0, done.stderr
+    reported = " ".join(done.stdout.split())
+    adopt = re.search(r"adopt (\d+) summary", planned)
+    adopted = re.search(r"(\d+) new summary\(ies\), (\d+) adopted", reported)
+    assert adopt and adopted, (planned, reported)
+    assert adopted.group(2) == adopt.group(1) == "1"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute(count).fetchone()[0] - before == int(adopted.group(1))

@@ -206,9 +206,11 @@ def _print_migration(done: list[MigrationPlan | MigrationResult], dry_run: bool,
     for d in done:
         plan = d.plan if isinstance(d, MigrationResult) else d
         if isinstance(d, MigrationResult) and d.migrated:
+            # The same counts as the dry run's plan: new summaries, and the ones adopted or folded in.
+            carried = "adopted" if plan.target == LOSSLESS_ENGINE_ID else "folded in"
             outcome = (
-                f"session {str(d.successor_session_id)[:8]}: {d.summaries_created} summary(ies), "
-                f"{plan.tokens:,} → {d.tokens_after or 0:,} tokens"
+                f"session {str(d.successor_session_id)[:8]}: {d.summaries_created} new summary(ies), "
+                f"{plan.to_summarize_summaries} {carried}, {plan.tokens:,} → {d.tokens_after or 0:,} tokens"
             )
         else:
             outcome = plan.action

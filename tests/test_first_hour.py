@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -89,3 +90,51 @@ def test_migrate_reports_the_summaries_its_dry_run_announced(demo: tuple[Path, s
     assert adopted.group(2) == adopt.group(1) == "1"
     with sqlite3.connect(db) as conn:
         assert conn.execute(count).fetchone()[0] - before == int(adopted.group(1))
+
+
+README_CONFIG = """{
+  plugins: {
+    slots: { contextEngine: "lossless-claw" },          // default "legacy"
+    entries: { "lossless-claw": { enabled: true, config: { freshTailCount: 32 } } },
+  },
+  agents: { defaults: { compaction: { reserveTokens: 16384, keepRecentTokens: 20000 } } },
+}
+"""
+
+
+def test_replay_runs_the_configured_engine_and_warns_when_the_reserve_leaves_no_room(tmp_path: Path) -> None:
+    config = tmp_path / "openclaw.json"
+    config.write_text(README_CONFIG)
+    db = tmp_path / "slot.db"
+    slot = cli(db, "--config", str(config), "replay", str(EXAMPLE), "--budget", "16000", "--json")
+    assert slot.returncode == 0, slot.stderr
+    assert json.loads(slot.stdout)["engine"] == "lossless-claw"
+    with sqlite3.connect(db) as conn:
+        assert {e for (e,) in conn.execute("SELECT DISTINCT engine_id FROM sessions")} == {"lossless-claw"}
+    assert "warning" not in slot.stderr, "lossless-claw budgets itself: nothing to warn about"
+
+    legacy = cli(
+        tmp_path / "legacy.db",
+        "--config",
+        str(config),
+        "replay",
+        str(EXAMPLE),
+        "--budget",
+        "16000",
+        "--engine",
+        "legacy",
+        "--json",
+        env={"COLUMNS": "400"},
+    )
+    assert legacy.returncode == 0, legacy.stderr
+    assert "warning: agents.defaults.compaction reserves 20,000 tokens" in legacy.stderr
+    assert "leaving 0 of the 16,000-token budget" in legacy.stderr
+    assert json.loads(legacy.stdout)["failed_turns"] == 76, "the warning describes what then happens"
+
+
+def test_a_broken_config_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "openclaw.json"
+    config.write_text("{ plugins: ")
+    result = cli(tmp_path / "x.db", "--config", str(config), "replay", str(EXAMPLE))
+    assert result.returncode == 1
+    assert "not valid JSON5" in result.stderr and "Traceback" not in result.stderr

@@ -137,4 +137,8 @@ def main() -> None:
     """Console-script entry point."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _load_commands()
-    app()
+    try:
+        app(standalone_mode=True)
+    except OpenClawCtxError as exc:  # raised outside `run` (a command reading the config first): no traceback
+        err_console.print(f"[bold red]error:[/] {exc.detail}", highlight=False, soft_wrap=True)
+        sys.exit(1)

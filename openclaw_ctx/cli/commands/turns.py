@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from openclaw_ctx._ids import LEGACY_ENGINE_ID
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import AssembleParams
@@ -32,13 +33,19 @@ def register(app: typer.Typer) -> None:
 def replay(
     ctx: typer.Context,
     transcript: Path = typer.Argument(..., exists=True, dir_okay=False, help="OpenClaw JSONL (v3) transcript."),
-    engine: str = typer.Option("legacy", "--engine", "-e", help="Engine to replay with: legacy or lossless-claw."),
+    engine: str = typer.Option(
+        None, "--engine", "-e", help="Engine to replay with \\[default: the configured slot, else legacy]."
+    ),
     budget: int = typer.Option(32_000, "--budget", "-b", min=1_000, help="Context window in tokens."),
     key: str = typer.Option(None, "--key", "-k", help="Session key to replay into \\[default: replay:<session id>]."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Replay a transcript turn by turn through the runtime (the scripted model answers from it)."""
     state = state_of(ctx)
+    config = state.config()
+    engine = engine or config.slot_engine()[0]
+    for warning in _budget_warnings(config, engine, budget):
+        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     report: dict[str, Any] = run(_replay(state, transcript, engine, budget, key, quiet=as_json))
     if as_json:
         console.print_json(json.dumps(report))
@@ -61,6 +68,27 @@ def replay(
     ):
         table.add_row(label, str(value))
     console.print(table)
+
+
+def _budget_warnings(config: OpenClawConfig, engine: str, budget: int) -> list[str]:
+    """What an explicit compaction setting does to a small window (the runtime scales only defaults).
+
+    Legacy's prompt gets the window minus the reserve; lossless-claw owns compaction and budgets itself.
+    """
+    if engine != LEGACY_ENGINE_ID:
+        return []
+    settings = config.agents.defaults.compaction
+    explicit = settings.model_fields_set
+    reserve = settings.effective_reserve()
+    warnings = []
+    if {"reserve_tokens", "reserve_tokens_floor"} & explicit and reserve >= budget * 3 // 4:
+        room = max(0, budget - reserve)
+        warnings.append(
+            f"agents.defaults.compaction reserves {reserve:,} tokens (set in {config.source_path or 'the config'}), "
+            f"leaving {room:,} of the {budget:,}-token budget for the prompt: most or all turns will overflow. "
+            "Raise --budget or lower reserveTokens/reserveTokensFloor."
+        )
+    return warnings
 
 
 async def _replay(

@@ -138,3 +138,23 @@ def test_a_broken_config_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     result = cli(tmp_path / "x.db", "--config", str(config), "replay", str(EXAMPLE))
     assert result.returncode == 1
     assert "not valid JSON5" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["legacy", "lossless-claw"])
+def test_replaying_a_file_again_changes_nothing(tmp_path: Path, engine: str) -> None:
+    db = tmp_path / "again.db"
+    tables = ("messages", "sessions", "summaries", "compactions", "context_items")
+
+    def counts() -> dict[str, int]:
+        with sqlite3.connect(db) as conn:
+            return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+    args = ("replay", str(EXAMPLE), "--budget", "16000", "--engine", engine, "--json")
+    first = cli(db, *args)
+    assert first.returncode == 0, first.stderr
+    before = counts()
+    second = cli(db, *args)
+    assert second.returncode == 0, second.stderr
+    assert counts() == before
+    report = json.loads(second.stdout)
+    assert report["skipped_turns"] == report["turns"] == 76 and report["messages_stored"] == 737

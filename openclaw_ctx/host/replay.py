@@ -54,6 +54,8 @@ class ReplayReport:
     seconds: float
     session_key: str
     summarizer: str
+    skipped_turns: int = 0
+    """Turns whose every message the key already stored (a second replay of one file skips them all)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form, with min/median/max of the per-turn context tokens."""
@@ -66,6 +68,7 @@ class ReplayReport:
             "summarizer": self.summarizer,
             "turns": self.turns,
             "failed_turns": self.failed_turns,
+            "skipped_turns": self.skipped_turns,
             "transcript_messages": self.transcript_messages,
             "messages_stored": self.messages_stored,
             "compactions": self.compactions,
@@ -133,9 +136,15 @@ async def replay_transcript(
     tools = ScriptedTools()
     runtime = await Runtime.create(store, config=config, model=model, tools=tools, summarizer=summarizer)
     context_tokens: list[int] = []
-    compactions = failed = 0
+    compactions = failed = skipped = 0
+    async with store.read() as conn:
+        already = await repo.stored_entry_ids(conn, key, entry_of.values())
     for index, turn in enumerate(turns):
-        if turn.user is None:
+        done = _already_stored(turn, entry_of, already)
+        if done:
+            # A replay that adds nothing changes nothing: no turn, no compaction, no new session.
+            skipped += 1
+        elif turn.user is None:
             await _persist_direct(store, runtime, key, [*turn.replies, *turn.results, *turn.others], entry_of)
         else:
             if turn.others:
@@ -152,7 +161,8 @@ async def replay_transcript(
             leftovers: list[AgentMessage] = [*model.drain(), *tools.drain()]
             if leftovers:
                 await _persist_direct(store, runtime, key, leftovers, entry_of)
-        context_tokens.append(await _context_tokens(store, key))
+        if not done:
+            context_tokens.append(await _context_tokens(store, key))
         if progress:
             progress(index + 1, len(turns))
     await runtime.dispose()
@@ -160,7 +170,10 @@ async def replay_transcript(
         chain = await repo.session_chain(conn, key)
         stored = await _stored_count(conn, key)
         audit = await _compaction_count(conn, key)
+    if not context_tokens:
+        context_tokens.append(await _context_tokens(store, key))
     return ReplayReport(
+        skipped_turns=skipped,
         transcript=str(path),
         engine_id=runtime.engine.info.id,
         budget=budget,
@@ -175,6 +188,12 @@ async def replay_transcript(
         session_key=key,
         summarizer=summarizer.name,
     )
+
+
+def _already_stored(turn: Turn, entry_of: dict[int, str], stored: set[str]) -> bool:
+    messages: list[AgentMessage] = [*([turn.user] if turn.user else []), *turn.replies, *turn.results, *turn.others]
+    ids = [entry_of.get(id(m)) for m in messages]
+    return bool(ids) and all(i is not None and i in stored for i in ids)
 
 
 async def _persist_direct(

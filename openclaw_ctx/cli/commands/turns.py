@@ -57,7 +57,7 @@ def replay(
         ("summarizer", report["summarizer"]),
         ("session key", report["session_key"]),
         ("budget (tokens)", f"{report['budget']:,}"),
-        ("turns", f"{report['turns']:,}" + (f" ({report['failed_turns']} failed)" if report["failed_turns"] else "")),
+        ("turns", _turns_cell(report)),
         ("messages in transcript", f"{report['transcript_messages']:,}"),
         ("messages stored", f"{report['messages_stored']:,}"),
         ("compactions", f"{report['compactions']:,}"),
@@ -68,6 +68,12 @@ def replay(
     ):
         table.add_row(label, str(value))
     console.print(table)
+
+
+def _turns_cell(report: dict[str, Any]) -> str:
+    notes = [f"{report[k]:,} {label}" for k, label in (("failed_turns", "failed"), ("skipped_turns", "already stored"))
+             if report[k]]  # fmt: skip
+    return f"{report['turns']:,}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _budget_warnings(config: OpenClawConfig, engine: str, budget: int) -> list[str]:

@@ -35,6 +35,7 @@ from openclaw_ctx.store.repo.messages import (
     append_messages,
     load_messages,
     message_token_count,
+    stored_entry_ids,
 )
 from openclaw_ctx.store.repo.sessions import (
     SessionRow,
@@ -74,6 +75,7 @@ __all__ = [
     "insert_summary",
     "load_context",
     "load_messages",
+    "stored_entry_ids",
     "mark_turn_compacted",
     "message_token_count",
     "new_session_id",

@@ -28,7 +28,14 @@ from openclaw_ctx.store.repo.driver import Driver
 from openclaw_ctx.store.repo.sessions import SessionRow
 from openclaw_ctx.tokens import TokenCounter
 
-__all__ = ["AppendResult", "NewMessage", "append_messages", "load_messages", "message_token_count"]
+__all__ = [
+    "AppendResult",
+    "NewMessage",
+    "append_messages",
+    "load_messages",
+    "message_token_count",
+    "stored_entry_ids",
+]
 
 # --- messages ------------------------------------------------------------------------------------
 
@@ -261,3 +268,16 @@ async def load_messages(conn: AsyncConnection, message_ids: Iterable[int]) -> di
         for message_id, raw in rows:
             out[message_id] = message_from_json(raw)
     return out
+
+
+async def stored_entry_ids(conn: AsyncConnection, session_key: str, entry_ids: Iterable[str]) -> set[str]:
+    """Which of `entry_ids` the key already stores (one indexed lookup per 500 ids)."""
+    ids = list(dict.fromkeys(entry_ids))
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = await conn.execute(
+            select(Message.entry_id).where(Message.session_key == session_key, Message.entry_id.in_(chunk))
+        )
+        found.update(str(entry_id) for (entry_id,) in rows)
+    return found

@@ -338,3 +338,19 @@ def test_openai_base_url_reaches_the_local_openai_compatible_servers(db_path: Pa
     assert result.returncode == 0, result.stderr
     assert "echo: hello ollama" in result.stdout
     assert len(loopback.requests) == 1 and loopback.requests[0].body["model"] == "llama3.1"
+
+
+def test_compact_reports_the_background_compaction_it_waited_for(db_path: Path, loopback: LoopbackServer) -> None:
+    # A low threshold: every turn leaves a debt, paid after its reply, the last one's when /compact waits.
+    env = {**provider_env("openai", loopback), "LCM_CONTEXT_THRESHOLD": "0.2", "LCM_FRESH_TAIL_COUNT": "2"}
+    talk = [f"Note {n} about /srv/y{n}.py. " + "words " * 90 for n in range(7)]
+    args = ("--key", "bg", "--engine", "lossless-claw", "--model", "openai/gpt-lossless", "--budget", "3000")
+    result = chat(db_path, [*talk, "/compact"], env, *args)
+    assert result.returncode == 0, result.stderr
+    after_compact = result.stdout.rsplit("echo: Note 6", 1)[1]
+    # Every compaction that ran after the last turn's reply is named in what /compact printed.
+    (last_turn_at,) = rows(db_path, "SELECT max(at) FROM turns WHERE session_key = 'bg'")[0]
+    later = rows(db_path, "SELECT trigger FROM compactions WHERE session_key = 'bg' AND started_at > ?", last_turn_at)
+    background = [t for (t,) in later if t != "manual"]
+    assert background, "the scenario leaves a debt after the last turn"
+    assert after_compact.count("background compaction") == len(background), (after_compact, later)

@@ -280,6 +280,17 @@ class ChatSession:
 
     async def compact(self, instructions: str) -> None:
         """`/compact [instructions]`."""
+        # A compaction deferred from the last turn runs first (the key's lock waits for it); say so,
+        # or the manual one's "nothing to compact" would hide that the context just shrank.
+        for background in await self.runtime.settle(self.key):
+            if background.ok and background.compacted and background.result is not None:
+                done = background.result
+                console.print(
+                    f"background compaction (deferred from the last turn): {done.tokens_before:,} → "
+                    f"{done.tokens_after or 0:,} tokens; session {done.session_id}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
         result = await self.runtime.compact(self.key, instructions=instructions or None)
         if not result.ok:
             err_console.print(

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.markup import escape
-from sqlalchemy import select
 
 from openclaw_ctx import recall
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, state_of
@@ -310,22 +309,15 @@ class ChatSession:
         )
 
     async def _latest_summary(self) -> str:
-        from openclaw_ctx.store.models import Summary
+        from openclaw_ctx.store import repo
 
         async with self.store.read() as conn:
-            row = (
-                await conn.execute(
-                    select(Summary.summary_id, Summary.summarizer, Summary.model, Summary.fallback_level)
-                    .where(Summary.session_key == self.key)
-                    .order_by(Summary.created_at.desc(), Summary.summary_id.desc())
-                    .limit(1)
-                )
-            ).first()
-        if row is None:
+            latest = await repo.latest_summary(conn, self.key)
+        if latest is None:
             return ""
-        by = f"{row.summarizer} ({row.model})" if row.model else str(row.summarizer)
-        marked = f", {row.fallback_level} fallback" if row.fallback_level not in (None, "none") else ""
-        return f"; summary {row.summary_id} by {escape(by)}{marked}"
+        by = f"{latest.summarizer} ({latest.model})" if latest.model else latest.summarizer
+        marked = f", {latest.fallback_level} fallback" if latest.fallback_level != "none" else ""
+        return f"; summary {latest.summary_id} by {escape(by)}{marked}"
 
     async def new(self, _args: str) -> None:
         """`/new`: a fresh session for the key."""

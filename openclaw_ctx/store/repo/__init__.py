@@ -47,7 +47,13 @@ from openclaw_ctx.store.repo.sessions import (
     start_fresh_session,
     successor_session_file,
 )
-from openclaw_ctx.store.repo.summaries import NewSummary, discard_unpublished_summaries, insert_summary
+from openclaw_ctx.store.repo.summaries import (
+    NewSummary,
+    SummaryProvenance,
+    discard_unpublished_summaries,
+    insert_summary,
+    latest_summary,
+)
 
 __all__ = [
     "discard_unpublished_summaries",
@@ -63,6 +69,7 @@ __all__ = [
     "ResolvedItem",
     "SessionRow",
     "SummaryItem",
+    "SummaryProvenance",
     "SummaryRef",
     "active_session",
     "append_messages",
@@ -73,6 +80,7 @@ __all__ = [
     "get_engine_state",
     "get_session",
     "insert_summary",
+    "latest_summary",
     "load_context",
     "load_messages",
     "stored_entry_ids",

@@ -20,7 +20,7 @@ from openclaw_ctx.store.models import (
 )
 from openclaw_ctx.store.repo.sessions import SessionRow
 
-__all__ = ["NewSummary", "discard_unpublished_summaries", "insert_summary"]
+__all__ = ["NewSummary", "SummaryProvenance", "discard_unpublished_summaries", "insert_summary", "latest_summary"]
 
 # --- summaries, rotation, audit ------------------------------------------------------------------
 
@@ -98,6 +98,31 @@ async def insert_summary(conn: AsyncConnection, session: SessionRow, summary: Ne
             ],
         )
     return summary.summary_id
+
+
+@dataclass(frozen=True)
+class SummaryProvenance:
+    """Who wrote a summary: its id, the summarizer and model, and how far it fell back."""
+
+    summary_id: str
+    summarizer: str
+    model: str | None
+    fallback_level: str
+
+
+async def latest_summary(conn: AsyncConnection, session_key: str) -> SummaryProvenance | None:
+    """The key's newest summary (any session), or None when it has none."""
+    row = (
+        await conn.execute(
+            select(Summary.summary_id, Summary.summarizer, Summary.model, Summary.fallback_level)
+            .where(Summary.session_key == session_key)
+            .order_by(Summary.created_at.desc(), Summary.summary_id.desc())
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        return None
+    return SummaryProvenance(str(row.summary_id), str(row.summarizer), row.model, str(row.fallback_level or "none"))
 
 
 async def discard_unpublished_summaries(conn: AsyncConnection, created: Sequence[str]) -> int:

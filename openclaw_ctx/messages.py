@@ -113,6 +113,13 @@ class ToolCall(_Wire):
     _always_emit = ("type", "arguments")
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JavaScript host can send exactly; larger ones are refused, not stored wrong."""
+SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+EpochMillis = SafeInt
+"""A message time in milliseconds since the epoch."""
+
+
 class UsageCost(_Wire):
     """Cost of one model call, by kind of token."""
 
@@ -127,11 +134,11 @@ class UsageCost(_Wire):
 class Usage(_Wire):
     """Token usage the provider reported for one assistant message."""
 
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int = 0
+    input: SafeInt = 0
+    output: SafeInt = 0
+    cache_read: SafeInt = 0
+    cache_write: SafeInt = 0
+    total_tokens: SafeInt = 0
     cost: UsageCost | None = None
 
     def total(self) -> int:
@@ -149,7 +156,7 @@ class UserMessage(_Wire):
 
     role: Literal["user"] = "user"
     content: str | list[UserBlock]
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 
@@ -164,7 +171,7 @@ class AssistantMessage(_Wire):
     usage: Usage | None = None
     stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
     error_message: str | None = None
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     response_id: str | None = None
     """The provider's id of the response (`chatcmpl-…`, `msg_…`): a stable event key."""
     _always_emit = ("role",)
@@ -179,7 +186,7 @@ class ToolResultMessage(_Wire):
     content: list[UserBlock]
     details: Any = None
     is_error: bool = False
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 
@@ -189,12 +196,12 @@ class BashExecutionMessage(_Wire):
     role: Literal["bashExecution"] = "bashExecution"
     command: str
     output: str = ""
-    exit_code: int | None = None
+    exit_code: SafeInt | None = None
     cancelled: bool = False
     truncated: bool = False
     full_output_path: str | None = None
     exclude_from_context: bool = False
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 
@@ -206,7 +213,7 @@ class CustomMessage(_Wire):
     content: str | list[UserBlock]
     display: bool = True
     details: Any = None
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 
@@ -216,7 +223,7 @@ class BranchSummaryMessage(_Wire):
     role: Literal["branchSummary"] = "branchSummary"
     summary: str
     from_id: str | None = None
-    timestamp: int | None = None
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 
@@ -225,8 +232,8 @@ class CompactionSummaryMessage(_Wire):
 
     role: Literal["compactionSummary"] = "compactionSummary"
     summary: str
-    tokens_before: int = 0
-    timestamp: int | None = None
+    tokens_before: SafeInt = 0
+    timestamp: EpochMillis | None = None
     _always_emit = ("role",)
 
 

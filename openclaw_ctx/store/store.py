@@ -47,6 +47,14 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
+_STORAGE_FAULTS = (
+    ("database or disk is full", "the disk is full"),
+    ("attempt to write a readonly database", "the database is on read-only storage or not writable"),
+    ("disk I/O error", "the storage failed to read or write"),
+)
+"""Driver messages that mean the storage, not the data, failed, and what to tell the user."""
+
+
 @contextlib.contextmanager
 def wrap_db_errors(path: str) -> Iterator[None]:
     """Turn driver errors that mean 'this file is not a usable database' into clear StoreErrors."""
@@ -58,6 +66,9 @@ def wrap_db_errors(path: str) -> Iterator[None]:
             raise DatabaseCorruptError(f"{path}: the database is corrupt or not SQLite ({message})") from exc
         if "unable to open database file" in message:
             raise StoreError(f"{path}: cannot open the database file ({message})") from exc
+        for needle, meaning in _STORAGE_FAULTS:
+            if needle in message:
+                raise StoreError(f"{path}: {meaning} ({message}); the transaction was rolled back") from exc
         raise
 
 

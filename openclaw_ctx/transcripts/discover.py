@@ -7,8 +7,10 @@ parents are imported before their successors.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +86,25 @@ def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, str]:
     return keyed
 
 
+def _why_not_a_transcript(path: Path) -> str:
+    """Why `path` is neither a file nor a directory to import: missing, a dangling or looping link, or a device."""
+    try:
+        mode = path.stat().st_mode
+    except RuntimeError:  # Python < 3.13 reports a symlink loop this way
+        return "a symbolic link loop"
+    except OSError as exc:
+        if path.is_symlink():
+            return "a symbolic link loop" if exc.errno == errno.ELOOP else "a symbolic link to nothing"
+        return "no such file or directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe, not a transcript file (copy it to a file first)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a transcript file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a transcript file"
+    return "not a regular file or directory"
+
+
 def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
     """The transcript files under `paths` (files, session dirs, agent dirs) and any problems found.
 
@@ -100,7 +121,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
             found.setdefault(path.resolve(), SourceFile(path.resolve()))
             continue
         if not path.is_dir():
-            raise NotFoundError(f"{path}: no such file or directory")
+            raise NotFoundError(f"{path}: {_why_not_a_transcript(path)}")
         files = 0
         for folder in _session_dirs(path):
             keyed = _read_sessions_json(folder, problems)

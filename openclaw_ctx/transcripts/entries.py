@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_ctx.errors import InvalidMessageError
-from openclaw_ctx.messages import AgentMessage, parse_message, to_wire
+from openclaw_ctx.messages import MAX_SAFE_INTEGER, AgentMessage, parse_message, to_wire
 
 __all__ = [
     "ENTRY_TYPES",
@@ -217,8 +217,8 @@ def _typed_fields(kind: str, obj: dict[str, Any]) -> tuple[type[Entry], dict[str
         return MessageEntry, {"message": message}
     if kind == "compaction":
         tokens = obj.get("tokensBefore", 0)
-        if isinstance(tokens, bool) or not isinstance(tokens, int):
-            raise EntryError(f"compaction.tokensBefore: expected an integer, got {tokens!r}")
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or abs(tokens) > MAX_SAFE_INTEGER:
+            raise EntryError(f"compaction.tokensBefore: expected an integer of at most 2**53, got {tokens!r:.40}")
         return CompactionEntry, {
             "summary": _req_str(obj, "summary", where),
             "first_kept_entry_id": _opt_str(obj, "firstKeptEntryId", where),

@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.store.restore import settle_imported_status
@@ -59,6 +60,9 @@ from openclaw_ctx.transcripts.tree import Transcript
 from openclaw_ctx.transcripts.write import parent_from_store, session_for, write_context, write_lines, write_messages
 
 __all__ = ["import_paths", "import_transcript"]
+
+UNSTORABLE = (OverflowError, RecursionError, UnicodeError, StatementError)
+"""What one file's data can raise on its way into SQLite; storage faults are StoreErrors and stop the import."""
 
 
 async def import_paths(
@@ -109,10 +113,16 @@ async def import_paths(
         transcript = await asyncio.to_thread(
             read_transcript, source.path, on_bytes=functools.partial(tick, str(source.path), index)
         )
-        async with store.transaction() as conn:
-            if source.parent_id is None and source.header.parent_session:
-                source.parent_id = await parent_from_store(conn, *parent_candidates(source.header.parent_session))
-            await import_transcript(conn, store.counter, transcript, source, file_report, kinds=kinds)
+        try:
+            async with store.transaction() as conn:
+                if source.parent_id is None and source.header.parent_session:
+                    source.parent_id = await parent_from_store(conn, *parent_candidates(source.header.parent_session))
+                await import_transcript(conn, store.counter, transcript, source, file_report, kinds=kinds)
+        except UNSTORABLE as exc:
+            # Data the store cannot hold (a value out of SQLite's range): this file is rolled back
+            # whole and named; the other files still import.
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            file_report.error = f"cannot be stored ({reason}); nothing from it was written"
         report.skipped.extend(str(e) for e in transcript.errors)
         if file_report.error:
             report.skipped.append(f"{source.path}:1: {file_report.error}; file skipped")

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,10 @@ from openclaw_ctx.transcripts.tree import Transcript
 __all__ = ["iter_entries", "iter_lines", "read_transcript"]
 
 _PROGRESS_CHUNK = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+MAX_NESTING = 100
+"""Deepest JSON a transcript line may nest: real entries nest a few levels (tool arguments a few more); deeper ones are
+refused as one bad line before they reach code (validation, SQLite's JSON functions) that recurses."""
 _NO_HEADER = 'missing session header (line 1 must be {"type":"session",…})'
 
 
@@ -56,6 +60,8 @@ def iter_lines(
                 on_bytes(pending)
                 pending = 0
             data = data.rstrip(b"\r\n")
+            if line_no == 1 and data.startswith(_BOM):
+                data = data[len(_BOM) :]  # editors on Windows write one; it is not part of the JSON
             if not data.strip():
                 continue
             try:
@@ -73,6 +79,16 @@ def iter_lines(
                     TranscriptLineError(name, line_no, f"not valid JSON ({exc.msg} at char {exc.pos})", raw),
                 )
                 continue
+            except RecursionError:
+                yield line_no, raw, TranscriptLineError(name, line_no, "JSON nested too deeply to read", raw)
+                continue
+            except ValueError as exc:  # e.g. an integer of more digits than Python converts
+                yield line_no, raw, TranscriptLineError(name, line_no, f"not usable JSON ({exc})", raw)
+                continue
+            if (depth := _nesting_depth(obj)) > MAX_NESTING:
+                reason = f"JSON nested {depth} levels deep (at most {MAX_NESTING})"
+                yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
+                continue
             if not isinstance(obj, dict):
                 reason = f"expected a JSON object, got {type(obj).__name__}"
                 yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
@@ -80,6 +96,25 @@ def iter_lines(
             yield line_no, raw, obj
     if on_bytes is not None and pending:
         on_bytes(pending)
+
+
+def _nesting_depth(value: object) -> int:
+    """How deep `value` nests, counted without recursion (stops early past MAX_NESTING)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, order: list[str]) -> None:

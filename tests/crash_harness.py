@@ -166,7 +166,7 @@ class CrashServer:
 # --- checks -----------------------------------------------------------------------------------------
 
 # Messages of the whole store reachable neither from an active context nor through summary edges
-# from one (the REACHABLE walk of tests/test_replay_e2e.py, over every key at once).
+# from one (the REACHABLE walk of tests/host/test_replay_e2e.py, over every key at once).
 UNREACHABLE_SQL = """
 WITH RECURSIVE reach(sid) AS (
   SELECT ci.summary_id FROM context_items ci JOIN sessions s ON s.session_id = ci.session_id

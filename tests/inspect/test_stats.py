@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 import openclaw_ctx.cli.app as cli
 from openclaw_ctx.inspect.pictures import SPARK_BARS, sparkline
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "coding-session.jsonl"
 SQLITE = Path("/usr/bin/sqlite3")
 DOC = ROOT / "docs" / "sql.md"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_replay_e2e import REACHABLE
+from store_queries import REACHABLE
 from typer.testing import CliRunner, Result
 
 import openclaw_ctx.cli.app as cli

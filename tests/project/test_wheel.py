@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMED = {"sessions", "messages", "summaries", "summary_messages", "summary_parents", "context_items", "compactions"}
 
 

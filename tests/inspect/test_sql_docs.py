@@ -30,7 +30,7 @@ from openclaw_ctx.tokens import tokenizer_status
 from openclaw_ctx.transcripts import legacy_summary_id, read_transcript
 
 SQLITE = Path("/usr/bin/sqlite3")
-DOC = Path(__file__).resolve().parent.parent / "docs" / "sql.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "sql.md"
 _EXAMPLE = re.compile(r"<!-- sql-example: (\S+) -->\n```sql\n(.*?)```\n\n```text\n(.*?)```", re.S)
 EXAMPLES = {name: (sql, output) for name, sql, output in _EXAMPLE.findall(DOC.read_text(encoding="utf-8"))}
 

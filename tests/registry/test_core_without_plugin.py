@@ -20,7 +20,7 @@ from fixtures.make_agent_dir import build_agent_dir
 
 pytestmark = pytest.mark.slow
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding-session.jsonl"
 
 # Runs the CLI in-process, then fails the process if any module of the plugin was loaded.
 RUNNER = textwrap.dedent(

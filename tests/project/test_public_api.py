@@ -16,7 +16,7 @@ from openclaw_ctx.errors import SummarizerError
 from openclaw_ctx.messages import to_wire
 from openclaw_ctx.summarize import SummaryRequest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 INIT = ROOT / "openclaw_ctx" / "__init__.py"
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import openclaw_ctx.cli.app as cli
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_every_command_is_in_the_readme_table_and_nothing_else() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding-session.jsonl"
 
 
 def cli(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fixtures.make_agent_dir import build_agent_dir
-from test_replay_e2e import REACHABLE
+from store_queries import REACHABLE
 from typer.testing import CliRunner, Result
 
 import openclaw_ctx.cli.app as cli

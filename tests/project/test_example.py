@@ -15,7 +15,7 @@ from examples.make_example import OUTPUT, PLANTED_FACTS, main
 from openclaw_ctx.messages import AssistantMessage, ImageContent, ThinkingContent, ToolCall, ToolResultMessage, to_wire
 from openclaw_ctx.transcripts import MessageEntry, Transcript, read_transcript
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding-session.jsonl"
 CLI = [sys.executable, "-m", "openclaw_ctx"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from engines.lossless.config import _ACCEPTED_UNUSED, _ALIASES, LosslessConfig, _env_name
 from engines.lossless.tools import SCHEMAS
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "lossless.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "lossless.md"
 TEXT = DOC.read_text(encoding="utf-8")
 FIELDS = sorted(LosslessConfig.model_fields.items())
 

@@ -65,7 +65,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
 
 # --- through the real CLI ---------------------------------------------------------------------------
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding-session.jsonl"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

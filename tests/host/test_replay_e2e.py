@@ -10,32 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_queries import REACHABLE
 
 from examples.make_example import PLANTED_FACTS
 from openclaw_ctx.transcripts import CompactionEntry, context_message, read_transcript
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "coding-session.jsonl"
 CLI = [sys.executable, "-m", "openclaw_ctx"]
-
-# Every message reachable from the active context: items themselves, plus everything below the
-# summaries in it through summary_parents (recursively) and summary_messages.
-REACHABLE = """
-WITH RECURSIVE reach(sid) AS (
-    SELECT ci.summary_id FROM context_items AS ci
-    JOIN sessions AS s ON s.session_id = ci.session_id AND s.status = 'active' AND s.session_key = :key
-    WHERE ci.summary_id IS NOT NULL
-  UNION
-    SELECT sp.source_summary_id FROM reach CROSS JOIN summary_parents AS sp ON sp.summary_id = reach.sid
-)
-SELECT message_id FROM summary_messages WHERE summary_id IN (SELECT sid FROM reach)
-UNION
-SELECT ci.message_id FROM context_items AS ci
-JOIN sessions AS s ON s.session_id = ci.session_id AND s.status = 'active' AND s.session_key = :key
-WHERE ci.message_id IS NOT NULL
-"""
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 
 Each benchmark is a module ``bench/b_<name>.py`` with ``NAME``, ``TITLE`` and
 ``run(size, ctx) -> list[Row]``. ``python -m bench`` runs them all; ``python -m bench NAME --size tiny``
-runs one. They print figures and ratios; they are not tests (``tests/test_bench_smoke.py`` only
+runs one. They print figures and ratios; they are not tests (``tests/project/test_bench_smoke.py`` only
 checks that each still runs at the tiny size).
 """
 

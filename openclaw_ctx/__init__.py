@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     )
 
 # Where each public name is imported from on first use: package faces, which stay put while the
-# modules behind them move. Kept equal to the TYPE_CHECKING imports above (tests/test_public_api.py).
+# modules behind them move. Kept equal to the TYPE_CHECKING imports above (tests/project/test_public_api.py).
 _SOURCES: dict[str, tuple[str, ...]] = {
     "openclaw_ctx.config": ("OpenClawConfig",),
     "openclaw_ctx.contract": (

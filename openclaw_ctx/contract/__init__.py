@@ -3,6 +3,7 @@
 from openclaw_ctx.contract.engine import (
     AfterTurnCapable,
     BootstrapCapable,
+    CommitTurnCapable,
     ContextEngine,
     DeferredCompactionCapable,
     DelegationTask,
@@ -19,6 +20,7 @@ from openclaw_ctx.contract.engine import (
     supports,
     supports_after_turn,
     supports_bootstrap,
+    supports_commit_turn,
     supports_deferred_compaction,
     supports_dispose,
     supports_ingest_batch,
@@ -31,6 +33,7 @@ from openclaw_ctx.contract.engine import (
 from openclaw_ctx.contract.hooks import (
     DOWNGRADED_REASON,
     HOOKS,
+    HOST_PARAMS,
     OPTIONAL_HOOKS,
     REQUIRED_HOOKS,
     Hook,
@@ -65,8 +68,29 @@ from openclaw_ctx.contract.params import (
     SubagentSpawnPreparation,
     without_keys,
 )
+from openclaw_ctx.contract.targets import (
+    DURABLE_TURNS,
+    AdmissionAnchor,
+    SessionTarget,
+    TranscriptAnchor,
+    TranscriptSemantics,
+)
+from openclaw_ctx.contract.turns import CommitTurnParams, CommitTurnResult
+from openclaw_ctx.contract.wire import WireParams, WireResult
 
 __all__ = [
+    "DURABLE_TURNS",
+    "HOST_PARAMS",
+    "AdmissionAnchor",
+    "CommitTurnCapable",
+    "CommitTurnParams",
+    "CommitTurnResult",
+    "SessionTarget",
+    "TranscriptAnchor",
+    "TranscriptSemantics",
+    "WireParams",
+    "WireResult",
+    "supports_commit_turn",
     "AbortSignal",
     "AfterTurnCapable",
     "AfterTurnParams",

@@ -33,6 +33,7 @@ from openclaw_ctx.contract.params import (
     SubagentEndedParams,
     SubagentSpawnPreparation,
 )
+from openclaw_ctx.contract.turns import CommitTurnParams, CommitTurnResult
 
 if TYPE_CHECKING:
     from openclaw_ctx.config import OpenClawConfig
@@ -49,6 +50,7 @@ __all__ = [
     "EngineContext",
     "EngineFactory",
     "IngestBatchCapable",
+    "CommitTurnCapable",
     "MaintainCapable",
     "SpawnCallback",
     "SpawningToolsCapable",
@@ -61,6 +63,7 @@ __all__ = [
     "supports_deferred_compaction",
     "supports_dispose",
     "supports_ingest_batch",
+    "supports_commit_turn",
     "supports_maintain",
     "supports_spawning_tools",
     "supports_subagent_ended",
@@ -143,6 +146,14 @@ class AfterTurnCapable(Protocol):
 
     async def after_turn(self, params: AfterTurnParams) -> None:
         """Finalise the turn."""
+        ...
+
+
+class CommitTurnCapable(Protocol):
+    """Commits a whole turn at once, idempotently on its advancement key (OpenClaw 2026.9)."""
+
+    async def commit_turn(self, params: CommitTurnParams) -> CommitTurnResult:
+        """Write the turn's messages, or nothing when the advancement key is already stored."""
         ...
 
 
@@ -253,6 +264,11 @@ def supports_after_turn(engine: object) -> TypeGuard[AfterTurnCapable]:
     return _has(engine, "after_turn")
 
 
+def supports_commit_turn(engine: object) -> TypeGuard[CommitTurnCapable]:
+    """True when `engine` has ``commit_turn``."""
+    return _has(engine, "commit_turn")
+
+
 def supports_maintain(engine: object) -> TypeGuard[MaintainCapable]:
     """True when `engine` has ``maintain``."""
     return _has(engine, "maintain")
@@ -292,6 +308,7 @@ _CHECKS: dict[str, Callable[[object], bool]] = {
     "bootstrap": supports_bootstrap,
     "ingest_batch": supports_ingest_batch,
     "after_turn": supports_after_turn,
+    "commit_turn": supports_commit_turn,
     "maintain": supports_maintain,
     "prepare_subagent_spawn": supports_subagent_spawn,
     "on_subagent_ended": supports_subagent_ended,

@@ -16,6 +16,7 @@ from openclaw_ctx.contract.params import BootstrapResult, HostCapability, Ingest
 __all__ = [
     "DOWNGRADED_REASON",
     "HOOKS",
+    "HOST_PARAMS",
     "OPTIONAL_HOOKS",
     "REQUIRED_HOOKS",
     "Hook",
@@ -24,8 +25,13 @@ __all__ = [
 
 DOWNGRADED_REASON = "context engine downgraded to legacy"
 
+# OpenClaw 2026.9's CONTEXT_ENGINE_HOST_PARAMS (snake_case): the keys the host adds to a hook's params,
+# withheld from an engine whose info.accepted_host_params leaves them out.
+HOST_PARAMS = frozenset(
+    {"session_key", "prompt", "runtime_settings", "session_target", "runtime_context", "abort_signal"}
+)
 # Per OpenClaw's compat wrapper: the keys the host adds to session-scoped hooks.
-_SESSION_KEYS = frozenset({"session_key", "runtime_settings", "session_target", "runtime_context"})
+_SESSION_KEYS = frozenset({"session_key", "runtime_settings", "session_target", "runtime_context", "abort_signal"})
 
 
 @dataclass(frozen=True)
@@ -83,9 +89,12 @@ HOOKS: tuple[Hook, ...] = (
         "assemble",
         "assemble",
         required=True,
-        host_keys=frozenset({"session_key", "prompt", "runtime_settings"}),
+        host_keys=frozenset({"session_key", "prompt", "runtime_settings", "runtime_context", "abort_signal"}),
         capability="assemble-before-prompt",
     ),
+    # A turn that cannot be committed must not be reported written: the failure re-raises (the host
+    # retries it; the advancement key makes the retry safe).
+    Hook("commit_turn", "commitTurn", host_keys=_SESSION_KEYS, reraises=True),
     Hook("after_turn", "afterTurn", host_keys=_SESSION_KEYS, fallback=_nothing, capability="after-turn"),
     Hook("maintain", "maintain", host_keys=_SESSION_KEYS, fallback=_maintenance_downgraded, capability="maintain"),
     Hook("compact", "compact", required=True, host_keys=_SESSION_KEYS, reraises=True, capability="compact"),

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PlainSerializer, PlainValidator
 
+from openclaw_ctx.contract.targets import SessionTarget, TranscriptSemantics
+from openclaw_ctx.contract.wire import WireParams, WireResult, without_keys
 from openclaw_ctx.errors import AbortError
 from openclaw_ctx.messages import AgentMessage, parse_message, to_wire
 
@@ -116,46 +117,17 @@ class AbortSignal:
         await self._event.wait()
 
 
-class _Params(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="forbid",
-        arbitrary_types_allowed=True,
-    )
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        extra="allow",
-        arbitrary_types_allowed=True,
-    )
-
-
-P = TypeVar("P", bound=BaseModel)
-
-
-def without_keys(params: P, keys: set[str]) -> P:
-    """A copy of `params` built only from the fields that were set, minus `keys` (snake_case names)."""
-    data = {k: getattr(params, k) for k in params.model_fields_set if k not in keys}
-    return type(params)(**data)
-
-
 # --- info and host requirements -------------------------------------------------------------
 
 
-class HostRequirements(_Result):
+class HostRequirements(WireResult):
     """Capabilities an operation needs from the host; unmet ones fail the run closed."""
 
     required_capabilities: list[HostCapability]
     unsupported_message: str | None = None
 
 
-class EngineInfo(_Result):
+class EngineInfo(WireResult):
     """What an engine says about itself."""
 
     id: str
@@ -166,12 +138,16 @@ class EngineInfo(_Result):
     """True: the host disables its own auto-compaction and pre-prompt precheck for this engine."""
     turn_maintenance_mode: Literal["foreground", "background"] | None = None
     host_requirements: dict[Operation, HostRequirements] | None = None
+    accepted_host_params: list[str] | None = None
+    """Host-added keys (camelCase) the engine accepts; a host withholds the others. None: all of them."""
+    transcript_semantics: TranscriptSemantics | None = None
+    """Declared to take part in OpenClaw 2026.9's durable turns (``commitTurn``)."""
 
 
 # --- ingest / bootstrap ---------------------------------------------------------------------
 
 
-class IngestParams(_Params):
+class IngestParams(WireParams):
     """One new message for a session."""
 
     session_id: str
@@ -182,13 +158,13 @@ class IngestParams(_Params):
     """Transcript entry id of the message, the idempotency key (never a content hash)."""
 
 
-class IngestResult(_Result):
+class IngestResult(WireResult):
     """`ingested` is False for a duplicate or a no-op."""
 
     ingested: bool
 
 
-class IngestBatchParams(_Params):
+class IngestBatchParams(WireParams):
     """A completed turn's messages, ingested together once after the run."""
 
     session_id: str
@@ -198,23 +174,24 @@ class IngestBatchParams(_Params):
     entry_ids: list[str | None] | None = None
 
 
-class IngestBatchResult(_Result):
+class IngestBatchResult(WireResult):
     """How many of the batch's messages were new."""
 
     ingested_count: int
 
 
-class BootstrapParams(_Params):
+class BootstrapParams(WireParams):
     """Sent the first time an engine sees a session."""
 
     session_id: str
     session_key: str | None = None
+    session_target: SessionTarget | None = None
     session_file: str | None = None
     runtime_settings: Any = None
     runtime_context: dict[str, Any] | None = None
 
 
-class BootstrapResult(_Result):
+class BootstrapResult(WireResult):
     """Whether the engine initialised state for the session."""
 
     bootstrapped: bool
@@ -225,7 +202,7 @@ class BootstrapResult(_Result):
 # --- assemble -------------------------------------------------------------------------------
 
 
-class AssembleParams(_Params):
+class AssembleParams(WireParams):
     """Input of the pre-prompt assembly."""
 
     session_id: str
@@ -238,9 +215,11 @@ class AssembleParams(_Params):
     model: str | None = None
     prompt: str | None = None
     runtime_settings: Any = None
+    runtime_context: dict[str, Any] | None = None
+    abort_signal: AbortSignal | None = None
 
 
-class ContextProjection(_Result):
+class ContextProjection(WireResult):
     """Projection hints for persistent-thread backends."""
 
     mode: Literal["per_turn", "thread_bootstrap"]
@@ -248,7 +227,7 @@ class ContextProjection(_Result):
     fingerprint: str | None = None
 
 
-class AssembleResult(_Result):
+class AssembleResult(WireResult):
     """What the model sees."""
 
     messages: MessageList
@@ -262,12 +241,15 @@ class AssembleResult(_Result):
 # --- compact --------------------------------------------------------------------------------
 
 
-class CompactParams(_Params):
+class CompactParams(WireParams):
     """A compaction request (/compact, overflow recovery, budget or threshold compaction)."""
 
     session_id: str
     session_key: str | None = None
+    agent_id: str | None = None
+    session_target: SessionTarget | None = None
     session_file: str | None = None
+    """Deprecated by OpenClaw 2026.9 (it now carries the session key); kept for older hosts."""
     token_budget: int | None = None
     force: bool = False
     force_reason: Literal["manual", "preflight_required"] | None = None
@@ -279,7 +261,7 @@ class CompactParams(_Params):
     abort_signal: AbortSignal | None = None
 
 
-class CompactResultDetail(_Result):
+class CompactResultDetail(WireResult):
     """What a compaction did; `session_id`/`session_file` name the successor after rotation."""
 
     summary: str | None = None
@@ -289,9 +271,11 @@ class CompactResultDetail(_Result):
     details: Any = None
     session_id: str | None = None
     session_file: str | None = None
+    session_target: SessionTarget | None = None
+    """The successor session, as OpenClaw 2026.9 reads it."""
 
 
-class CompactResult(_Result):
+class CompactResult(WireResult):
     """`ok` false = failed; `compacted` false = nothing done (with `reason`)."""
 
     ok: bool
@@ -303,7 +287,7 @@ class CompactResult(_Result):
 # --- maintain -------------------------------------------------------------------------------
 
 
-class MaintainParams(_Params):
+class MaintainParams(WireParams):
     """Sent for transcript maintenance (after bootstrap, a turn or a compaction); answered with a dict
     in OpenClaw's ``{changed, bytesFreed, rewrittenEntries, reason}`` shape."""
 
@@ -311,18 +295,21 @@ class MaintainParams(_Params):
     session_key: str | None = None
     session_file: str | None = None
     reason: Literal["bootstrap", "turn", "compaction"] | None = None
+    session_target: SessionTarget | None = None
     runtime_settings: Any = None
     runtime_context: dict[str, Any] | None = None
+    abort_signal: AbortSignal | None = None
 
 
 # --- afterTurn and sub-agents ---------------------------------------------------------------
 
 
-class AfterTurnParams(_Params):
+class AfterTurnParams(WireParams):
     """Sent after a run, with the whole message snapshot of the turn."""
 
     session_id: str
     session_key: str | None = None
+    session_target: SessionTarget | None = None
     session_file: str | None = None
     messages: MessageList
     pre_prompt_message_count: int = Field(ge=0)
@@ -333,7 +320,7 @@ class AfterTurnParams(_Params):
     runtime_context: dict[str, Any] | None = None
 
 
-class PrepareSubagentSpawnParams(_Params):
+class PrepareSubagentSpawnParams(WireParams):
     """Sent before a child run starts."""
 
     parent_session_key: str
@@ -359,7 +346,7 @@ class SubagentSpawnPreparation:
             await result
 
 
-class SubagentEndedParams(_Params):
+class SubagentEndedParams(WireParams):
     """Sent when a sub-agent session completes or is cleaned up."""
 
     child_session_key: str

@@ -18,6 +18,8 @@ from openclaw_ctx.contract import (
     AssembleResult,
     BootstrapParams,
     BootstrapResult,
+    CommitTurnParams,
+    CommitTurnResult,
     CompactParams,
     CompactResult,
     EngineInfo,
@@ -32,6 +34,7 @@ from openclaw_ctx.contract import (
     SubagentSpawnPreparation,
     supports_after_turn,
     supports_bootstrap,
+    supports_commit_turn,
     supports_deferred_compaction,
     supports_dispose,
     supports_ingest_batch,
@@ -99,6 +102,13 @@ class _IngestBatch(Wrapper):
         return result
 
 
+class _CommitTurn(Wrapper):
+    async def commit_turn(self, params: CommitTurnParams) -> CommitTurnResult:
+        """Commit a whole turn (through this wrapper's policy)."""
+        result: CommitTurnResult = await self._dispatch("commit_turn", params)
+        return result
+
+
 class _AfterTurn(Wrapper):
     async def after_turn(self, params: AfterTurnParams) -> None:
         """Finalise a turn (through this wrapper's policy)."""
@@ -157,6 +167,7 @@ class _DeferredCompaction(Wrapper):
 CAPABILITY_PROXIES: tuple[tuple[Callable[[object], bool], type[Wrapper]], ...] = (
     (supports_bootstrap, _Bootstrap),
     (supports_ingest_batch, _IngestBatch),
+    (supports_commit_turn, _CommitTurn),
     (supports_after_turn, _AfterTurn),
     (supports_maintain, _Maintain),
     (supports_subagent_spawn, _SubagentSpawn),

@@ -21,10 +21,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from pydantic import BaseModel
+from pydantic.alias_generators import to_snake
 
 from openclaw_ctx.contract import (
     DOWNGRADED_REASON,
     HOOKS,
+    HOST_PARAMS,
     ContextEngine,
     EngineContext,
     EngineInfo,
@@ -42,6 +44,7 @@ __all__ = [
     "CompatEngine",
     "QuarantineProxy",
     "QuarantineSink",
+    "accepted_host_keys",
     "guard",
     "is_quarantined",
     "operation_name",
@@ -85,8 +88,10 @@ class CompatEngine(Wrapper):
         if not allowed or not isinstance(params, BaseModel):
             return await fn(params)
         present = allowed & params.model_fields_set
-        # A host key left at None is not forwarded at all ("prompt only when provided").
+        # A host key left at None is not forwarded at all ("prompt only when provided"), nor one the
+        # engine's info.accepted_host_params leaves out (as OpenClaw 2026.9's host filter does).
         drop = {k for k in present if getattr(params, k) is None} | (present & self.rejected_keys)
+        drop |= present - accepted_host_keys(self._inner)
         current = without_keys(params, drop) if drop else params
         while True:
             try:
@@ -97,6 +102,14 @@ class CompatEngine(Wrapper):
                     raise
                 self.rejected_keys |= learned
                 current = without_keys(current, learned)
+
+
+def accepted_host_keys(engine: Any) -> frozenset[str]:
+    """The host keys (snake_case) `engine` accepts: all of them unless its info lists some."""
+    accepted = getattr(getattr(engine, "info", None), "accepted_host_params", None)
+    if accepted is None:
+        return HOST_PARAMS
+    return frozenset(to_snake(k) for k in accepted) & HOST_PARAMS
 
 
 def wrap_compat(engine: Any) -> CompatEngine:

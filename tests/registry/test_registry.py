@@ -26,6 +26,7 @@ from openclaw_ctx.contract import (
     AssembleParams,
     AssembleResult,
     BootstrapResult,
+    CommitTurnResult,
     CompactParams,
     CompactResult,
     CompactResultDetail,
@@ -101,6 +102,10 @@ class FakeEngine:
     async def maintain(self, params: Any) -> dict[str, Any]:
         self._enter("maintain", params)
         return {"changed": True, "bytesFreed": 1, "rewrittenEntries": 1}
+
+    async def commit_turn(self, params: Any) -> CommitTurnResult:
+        self._enter("commit_turn", params)
+        return CommitTurnResult(status="committed")
 
     async def after_turn(self, params: Any) -> None:
         self._enter("after_turn", params)

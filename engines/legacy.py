@@ -1,5 +1,8 @@
 """The built-in `legacy` engine: ingest no-op, assemble pass-through, compaction delegated to the runtime.
 
+For OpenClaw 2026.9's durable turns it declares the transcript semantics and commits each turn to
+the shared store once (the host's own transcript stays the source of what the model sees).
+
 It registers through the same entry-point group as any plugin; the registry reserves the id for core.
 """
 
@@ -9,9 +12,12 @@ from typing import Any
 
 from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
+    DURABLE_TURNS,
     AfterTurnParams,
     AssembleParams,
     AssembleResult,
+    CommitTurnParams,
+    CommitTurnResult,
     CompactParams,
     CompactResult,
     EngineContext,
@@ -19,6 +25,7 @@ from openclaw_ctx.contract import (
     IngestParams,
     IngestResult,
 )
+from openclaw_ctx.store import repo
 
 __all__ = ["LegacyContextEngine", "register"]
 
@@ -28,7 +35,9 @@ class LegacyContextEngine:
 
     def __init__(self, ctx: EngineContext | None = None) -> None:
         self._ctx = ctx or EngineContext()
-        self._info = EngineInfo(id="legacy", name="Legacy Context Engine", version=__version__)
+        self._info = EngineInfo(
+            id="legacy", name="Legacy Context Engine", version=__version__, transcript_semantics=DURABLE_TURNS
+        )
 
     @property
     def info(self) -> EngineInfo:
@@ -48,6 +57,15 @@ class LegacyContextEngine:
         from openclaw_ctx.compaction import delegate_compaction_to_runtime
 
         return await delegate_compaction_to_runtime(params, self._ctx)
+
+    async def commit_turn(self, params: CommitTurnParams) -> CommitTurnResult:
+        """Keep the turn in the shared store, once per advancement key (without a store the host keeps it)."""
+        store = self._ctx.store
+        if store is None or params.is_heartbeat:
+            return CommitTurnResult(status="committed")
+        async with store.transaction() as conn:
+            done = await repo.commit_host_turn(conn, params, store.counter, engine_id="legacy")
+        return CommitTurnResult(status=done.status)
 
     async def after_turn(self, params: AfterTurnParams) -> None:
         """No-op."""

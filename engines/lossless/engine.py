@@ -21,25 +21,33 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly, live_suffix, load_render_inputs
 from engines.lossless.compaction import SweepOutcome, sweep
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
-from engines.lossless.ingest import BOOTSTRAP_STATE, ENGINE_ID, bootstrap_session, ingest_messages, session_key_of
+from engines.lossless.info import lossless_info
+from engines.lossless.ingest import (
+    BOOTSTRAP_STATE,
+    ENGINE_ID,
+    bootstrap_session,
+    commit_turn_messages,
+    ingest_messages,
+    session_key_of,
+)
 from engines.lossless.items import observed_prompt_tokens, plan_items, swept_result, trigger_of
 from engines.lossless.large_content import externalise_session
 from engines.lossless.migration import ContextAdoption
 from engines.lossless.planning import PlanItem, SweepSettings, total_tokens
 from engines.lossless.recall_access import RecallAccess
-from openclaw_ctx._version import __version__
 from openclaw_ctx.contract import (
     AfterTurnParams,
     AssembleParams,
     AssembleResult,
     BootstrapParams,
     BootstrapResult,
+    CommitTurnParams,
+    CommitTurnResult,
     CompactParams,
     CompactResult,
     CompactResultDetail,
     EngineContext,
     EngineInfo,
-    HostRequirements,
     IngestBatchParams,
     IngestBatchResult,
     IngestParams,
@@ -79,23 +87,7 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
         self._successor: dict[str, str] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._grants: GrantStore | None = None
-        self._info = EngineInfo(
-            id=ENGINE_ID,
-            name="Lossless Context Management",
-            version=__version__,
-            owns_compaction=True,
-            turn_maintenance_mode="background",
-            host_requirements={
-                "agent-run": HostRequirements(
-                    required_capabilities=["assemble-before-prompt"],
-                    unsupported_message=(
-                        "lossless-claw assembles the prompt from its store before every run; this host "
-                        "cannot call assemble before the prompt, so running it would desynchronise the "
-                        "session. Use an embedded agent run or select the legacy engine."
-                    ),
-                )
-            },
-        )
+        self._info = lossless_info()
 
     @property
     def info(self) -> EngineInfo:
@@ -135,6 +127,16 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
             is_heartbeat=params.is_heartbeat,
         )
         return IngestBatchResult(ingested_count=outcome.inserted)
+
+    async def commit_turn(self, params: CommitTurnParams) -> CommitTurnResult:
+        """Store a whole turn once per advancement key, then evaluate the threshold as after any turn."""
+        key, done = await commit_turn_messages(self.store, self.config, params)
+        if done is not None and done.inserted:
+            turn = AfterTurnParams(
+                session_id=done.session_id, session_key=key, messages=params.messages, pre_prompt_message_count=0
+            )
+            await self.after_turn(turn)
+        return CommitTurnResult(status="committed" if done is None else done.status)
 
     async def bootstrap(self, params: BootstrapParams) -> BootstrapResult:
         """Adopt the session's existing rows and context (e.g. after legacy ran it)."""

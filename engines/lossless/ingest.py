@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.config import LosslessConfig
 from engines.lossless.large_content import externalise_session
-from openclaw_ctx.contract import BootstrapParams, BootstrapResult
+from openclaw_ctx.contract import BootstrapParams, BootstrapResult, CommitTurnParams
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.messages import AgentMessage, provider_event_key
 from openclaw_ctx.store import repo
@@ -90,6 +90,21 @@ async def ingest_messages(
                 conn, session.session_id, key, config.large_file_token_threshold, store.counter
             )
     return IngestOutcome(inserted, session.session_id, tuple(files))
+
+
+async def commit_turn_messages(
+    store: Store, config: LosslessConfig, params: CommitTurnParams
+) -> tuple[str, repo.TurnCommit | None]:
+    """A host's ``commitTurn`` in one transaction: the turn once per advancement key, large content
+    externalised; None (nothing stored) for heartbeats and ignored or stateless sessions."""
+    async with store.transaction() as conn:
+        key = await repo.turn_key(conn, params)
+        if params.is_heartbeat or config.is_ignored(key) or config.is_stateless(key):
+            return key, None
+        done = await repo.commit_host_turn(conn, params, store.counter, engine_id=ENGINE_ID)
+        if done.inserted:
+            await externalise_session(conn, done.session_id, key, config.large_file_token_threshold, store.counter)
+    return key, done
 
 
 async def bootstrap_session(store: Store, config: LosslessConfig, params: BootstrapParams) -> BootstrapResult:

@@ -30,6 +30,7 @@ __all__ = [
     "EngineState",
     "TranscriptEntry",
     "Turn",
+    "TurnAdvancement",
 ]
 
 NAMING = {
@@ -284,4 +285,24 @@ class Turn(Base):
     assembled_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
     budget: Mapped[int] = mapped_column(Integer, nullable=False)
     compacted: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)
+
+
+class TurnAdvancement(Base):
+    """One committed turn of OpenClaw 2026.9's ``commitTurn``, keyed by the host's advancement key.
+
+    Written in the same transaction as the turn's messages (revision 0004), so a retried or
+    duplicated commit finds its key and writes nothing. The anchors are the host's own JSON.
+    """
+
+    __tablename__ = "turn_advancements"
+
+    session_key: Mapped[str] = mapped_column(String, primary_key=True)
+    advancement_key: Mapped[str] = mapped_column(String, primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="RESTRICT"), nullable=False)
+    message_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    first_message_id: Mapped[int | None] = mapped_column(Integer)
+    last_message_id: Mapped[int | None] = mapped_column(Integer)
+    admission_json: Mapped[str | None] = mapped_column(Text)
+    terminal_json: Mapped[str | None] = mapped_column(Text)
     at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)

@@ -80,6 +80,7 @@ ADDED_BY_REVISION: dict[str, dict[str, set[str]]] = {
     "0001": {"table": TABLES_0001 | FTS_0001, "view": VIEWS_0001, "trigger": TRIGGERS_0001, "index": INDEXES_0001},
     "0002": {"table": {"large_content"}, "index": {"ix_large_content_key", "ux_large_content_message"}},
     "0003": {"table": {"turns"}, "index": {"ux_turns_key_turn"}},
+    "0004": {"table": {"turn_advancements"}},
 }
 EMPTY: dict[str, set[str]] = {"table": set(), "view": set(), "trigger": set(), "index": set()}
 

@@ -54,6 +54,14 @@ from openclaw_ctx.store.repo.summaries import (
     insert_summary,
     latest_summary,
 )
+from openclaw_ctx.store.repo.turns import (
+    TurnCommit,
+    commit_host_turn,
+    commit_turn,
+    committed_turn_session,
+    turn_key,
+    turn_messages,
+)
 
 __all__ = [
     "discard_unpublished_summaries",
@@ -90,6 +98,12 @@ __all__ = [
     "new_summary_id",
     "record_compaction",
     "record_turn",
+    "TurnCommit",
+    "commit_turn",
+    "commit_host_turn",
+    "turn_key",
+    "turn_messages",
+    "committed_turn_session",
     "rotate_session",
     "session_chain",
     "set_engine_state",

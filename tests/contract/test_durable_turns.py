@@ -1,0 +1,208 @@
+"""OpenClaw 2026.9's durable turns: commitTurn through both engines onto a real SQLite file.
+
+The params are the host's own wire JSON (camelCase, with keys this contract does not declare).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from engines.legacy import LegacyContextEngine
+from engines.lossless.engine import create_engine
+from openclaw_ctx.contract import (
+    DURABLE_TURNS,
+    AssembleParams,
+    AssembleResult,
+    BootstrapParams,
+    CommitTurnParams,
+    CompactParams,
+    EngineContext,
+    EngineInfo,
+    IngestParams,
+    IngestResult,
+)
+from openclaw_ctx.registry.wrappers import wrap_compat
+from openclaw_ctx.store.store import Store
+
+KEY = "agent:main:durable"
+
+
+def anchor(entry_id: str, seq: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "agentId": "main",
+        "sessionId": "s-1",
+        "sessionKey": KEY,
+        "storePath": "/state/agents/main/agent/openclaw-agent.sqlite",
+        "generation": 1,
+        "entryId": entry_id,
+        "rawSeq": seq,
+        "effectiveParentId": None,
+        "activeMessagePosition": seq,
+        **extra,
+    }
+
+
+def host_turn(n: int, advancement_key: str | None = None) -> dict[str, Any]:
+    """One turn as the 2026.9 host commits it: user, assistant with a tool call, tool result, reply."""
+    call = f"call_{n}"
+    return {
+        "advancementKey": advancement_key or f"turn-{n}",
+        "admission": {**anchor(f"u{n}", 4 * n), "logicalTurnId": f"lt-{n}", "role": "user"},
+        "terminal": anchor(f"a{n}", 4 * n + 3),
+        "sessionId": "s-1",
+        "sessionKey": KEY,
+        "sessionTarget": {"agentId": "main", "sessionKey": KEY, "expectedLifecycleRevision": 3},
+        "runtimeContext": {"transcriptStorage": {"kind": "sqlite"}, "config": {"apiKey": "sk-planted"}},
+        "someFutureKey": {"x": 1},
+        "messages": [
+            {"role": "user", "content": f"question {n}", "timestamp": 1_760_000_000_000 + n, "idempotencyKey": f"i{n}"},
+            {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": call, "name": "read", "arguments": {"path": f"f{n}.py"}}],
+                "stopReason": "toolUse",
+                "timestamp": 1_760_000_000_100 + n,
+                "__openclaw": {"entryId": f"t{n}"},
+            },
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": "read",
+                "content": [{"type": "text", "text": f"contents of f{n}.py"}],
+                "isError": False,
+                "timestamp": 1_760_000_000_200 + n,
+                "__openclaw": {"entryId": f"r{n}"},
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"answer {n}"}],
+                "stopReason": "stop",
+                "timestamp": 1_760_000_000_300 + n,
+            },
+        ],
+    }
+
+
+async def rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
+    async with store.read() as conn:
+        return [tuple(r) for r in (await conn.execute(text(sql))).all()]
+
+
+ENGINES = {
+    "legacy": lambda store: LegacyContextEngine(EngineContext(store=store)),
+    "lossless-claw": lambda store: create_engine(EngineContext(store=store)),
+}
+
+
+@pytest.mark.parametrize("engine_id", list(ENGINES))
+async def test_both_engines_declare_durable_turns(store: Store, engine_id: str) -> None:
+    info = ENGINES[engine_id](store).info
+    assert info.transcript_semantics == DURABLE_TURNS
+    wire = info.model_dump(by_alias=True, exclude_none=True)
+    assert wire["transcriptSemantics"] == {
+        "currentTurnFence": "before-current-turn-entry-v1",
+        "turnAdvancementIdempotency": "atomic-idempotent-v1",
+    }
+
+
+@pytest.mark.parametrize("engine_id", list(ENGINES))
+async def test_a_turn_is_committed_once_and_a_retry_is_a_duplicate(store: Store, engine_id: str) -> None:
+    engine = wrap_compat(ENGINES[engine_id](store))
+    first = await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1)))
+    again = await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1)))
+    second = await engine.commit_turn(CommitTurnParams.model_validate(host_turn(2)))
+    assert (first.status, again.status, second.status) == ("committed", "duplicate", "committed")
+    stored = await rows(store, f"SELECT role, entry_id FROM messages WHERE session_key = '{KEY}' ORDER BY seq")
+    assert stored == [
+        ("user", "u1"), ("assistant", "t1"), ("toolResult", "r1"), ("assistant", "a1"),
+        ("user", "u2"), ("assistant", "t2"), ("toolResult", "r2"), ("assistant", "a2"),
+    ]  # fmt: skip
+    turns = await rows(store, "SELECT advancement_key, message_count, admission_json FROM turn_advancements")
+    assert [t[:2] for t in turns] == [("turn-1", 4), ("turn-2", 4)]
+    assert '"logicalTurnId":"lt-1"' in turns[0][2]
+
+
+async def test_the_same_turn_under_a_new_advancement_key_stores_no_message_twice(store: Store) -> None:
+    engine = create_engine(EngineContext(store=store))
+    await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1)))
+    repeat = await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1, advancement_key="other")))
+    assert repeat.status == "committed"
+    assert await rows(store, "SELECT count(*) FROM messages") == [(4,)]
+
+
+async def test_a_commit_and_its_advancement_key_are_one_transaction(store: Store) -> None:
+    from openclaw_ctx.store import repo
+
+    params = CommitTurnParams.model_validate(host_turn(1))
+    with pytest.raises(RuntimeError):
+        async with store.transaction() as conn:
+            await repo.commit_host_turn(conn, params, store.counter, engine_id="legacy")
+            raise RuntimeError("the host died mid-commit")
+    assert await rows(store, "SELECT count(*) FROM messages") == [(0,)]
+    assert await rows(store, "SELECT count(*) FROM turn_advancements") == [(0,)]
+    retried = await LegacyContextEngine(EngineContext(store=store)).commit_turn(params)
+    assert retried.status == "committed"
+    assert await rows(store, "SELECT count(*) FROM messages") == [(4,)]
+
+
+async def test_no_secret_from_the_runtime_context_is_stored(store: Store, db_path: Any) -> None:
+    await create_engine(EngineContext(store=store)).commit_turn(CommitTurnParams.model_validate(host_turn(1)))
+    await store.close()
+    assert b"sk-planted" not in db_path.read_bytes()
+
+
+def test_keys_the_contract_does_not_declare_are_ignored_and_named() -> None:
+    bootstrap = BootstrapParams.model_validate(
+        {"sessionId": "s", "sessionKey": KEY, "sessionTarget": {"sessionKey": KEY, "threadId": "t"}, "brandNew": 1}
+    )
+    assert bootstrap.session_target is not None and bootstrap.session_target.thread_id == "t"
+    assert bootstrap.ignored_keys == ("brandNew",)
+    compact = CompactParams.model_validate(
+        {"sessionId": "s", "sessionKey": KEY, "agentId": "main", "sessionTarget": {"agentId": "main"}}
+    )
+    assert (compact.agent_id, compact.ignored_keys) == ("main", ())
+    assemble = AssembleParams.model_validate(
+        {"sessionId": "s", "messages": [], "runtimeContext": {"llm": None}, "newHostHint": True}
+    )
+    assert assemble.runtime_context == {"llm": None}
+    assert assemble.ignored_keys == ("newHostHint",)
+    turn = CommitTurnParams.model_validate(host_turn(1))
+    assert turn.ignored_keys == ("someFutureKey",)
+    assert turn.session_target is not None
+    assert turn.session_target.model_dump(by_alias=True, exclude_none=True)["expectedLifecycleRevision"] == 3
+
+
+def test_a_commit_without_an_advancement_key_is_refused_with_the_field_named() -> None:
+    bad = host_turn(1)
+    del bad["advancementKey"]
+    with pytest.raises(ValueError, match="advancementKey|advancement_key"):
+        CommitTurnParams.model_validate(bad)
+
+
+class _Declares:
+    """An engine that lists the host params it accepts (it gets only those, as the 2026.9 host filters)."""
+
+    def __init__(self) -> None:
+        self.seen: list[set[str]] = []
+        self.info = EngineInfo(id="declares", name="Declares", accepted_host_params=["sessionKey"])
+
+    async def ingest(self, params: IngestParams) -> IngestResult:
+        return IngestResult(ingested=False)
+
+    async def assemble(self, params: AssembleParams) -> AssembleResult:
+        self.seen.append(set(params.model_fields_set))
+        return AssembleResult(messages=params.messages, estimated_tokens=0)
+
+    async def compact(self, params: CompactParams) -> Any:
+        raise NotImplementedError
+
+
+async def test_host_params_an_engine_does_not_accept_are_withheld() -> None:
+    inner = _Declares()
+    engine = wrap_compat(inner)
+    await engine.assemble(
+        AssembleParams(session_id="s", session_key=KEY, messages=[], prompt="p", runtime_context={"config": {}})
+    )
+    assert inner.seen == [{"session_id", "session_key", "messages"}]

@@ -130,13 +130,10 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
 
     async def commit_turn(self, params: CommitTurnParams) -> CommitTurnResult:
         """Store a whole turn once per advancement key, then evaluate the threshold as after any turn."""
-        key, done = await commit_turn_messages(self.store, self.config, params)
-        if done is not None and done.inserted:
-            turn = AfterTurnParams(
-                session_id=done.session_id, session_key=key, messages=params.messages, pre_prompt_message_count=0
-            )
+        status, turn = await commit_turn_messages(self.store, self.config, params)
+        if turn is not None:
             await self.after_turn(turn)
-        return CommitTurnResult(status="committed" if done is None else done.status)
+        return CommitTurnResult(status=status)
 
     async def bootstrap(self, params: BootstrapParams) -> BootstrapResult:
         """Adopt the session's existing rows and context (e.g. after legacy ran it)."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engines.lossless.config import LosslessConfig
 from engines.lossless.large_content import externalise_session
-from openclaw_ctx.contract import BootstrapParams, BootstrapResult, CommitTurnParams
+from openclaw_ctx.contract import AfterTurnParams, BootstrapParams, BootstrapResult, CommitTurnParams
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.messages import AgentMessage, provider_event_key
 from openclaw_ctx.store import repo
@@ -94,17 +95,27 @@ async def ingest_messages(
 
 async def commit_turn_messages(
     store: Store, config: LosslessConfig, params: CommitTurnParams
-) -> tuple[str, repo.TurnCommit | None]:
+) -> tuple[Literal["committed", "duplicate"], AfterTurnParams | None]:
     """A host's ``commitTurn`` in one transaction: the turn once per advancement key, large content
-    externalised; None (nothing stored) for heartbeats and ignored or stateless sessions."""
+    externalised. Returns the status and, for a turn committed now, the ``afterTurn`` to evaluate;
+    heartbeats and ignored or stateless sessions store nothing (``committed``, nothing to evaluate)."""
     async with store.transaction() as conn:
         key = await repo.turn_key(conn, params)
         if params.is_heartbeat or config.is_ignored(key) or config.is_stateless(key):
-            return key, None
+            return "committed", None
         done = await repo.commit_host_turn(conn, params, store.counter, engine_id=ENGINE_ID)
         if done.inserted:
             await externalise_session(conn, done.session_id, key, config.large_file_token_threshold, store.counter)
-    return key, done
+    if done.status == "duplicate":
+        return "duplicate", None
+    turn = AfterTurnParams(
+        session_id=done.session_id,
+        session_key=key,
+        messages=params.messages,
+        pre_prompt_message_count=0,
+        token_budget=params.token_budget,
+    )
+    return "committed", turn
 
 
 async def bootstrap_session(store: Store, config: LosslessConfig, params: BootstrapParams) -> BootstrapResult:

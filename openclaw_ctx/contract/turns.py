@@ -32,6 +32,11 @@ class CommitTurnParams(WireParams):
     runtime_settings: Any = None
     runtime_context: dict[str, Any] | None = None
     is_heartbeat: bool = False
+    entry_ids: list[str | None] | None = None
+    """Each message's transcript entry id, from this project's own host (OpenClaw's names them in the
+    anchors and the messages' ``__openclaw`` side objects instead)."""
+    token_budget: int | None = None
+    """The prompt budget of the turn, from this project's own host (OpenClaw 2026.9 sends none)."""
 
 
 class CommitTurnResult(WireResult):

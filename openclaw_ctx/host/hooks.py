@@ -18,6 +18,7 @@ from openclaw_ctx.contract import (
     AssembleParams,
     AssembleResult,
     BootstrapParams,
+    CommitTurnParams,
     CompactParams,
     CompactResult,
     ContextEngine,
@@ -30,6 +31,7 @@ from openclaw_ctx.contract import (
     SubagentSpawnPreparation,
     supports_after_turn,
     supports_bootstrap,
+    supports_commit_turn,
     supports_deferred_compaction,
     supports_dispose,
     supports_ingest_batch,
@@ -119,13 +121,29 @@ class EngineHooks:
         session: repo.SessionRow,
         history: list[AgentMessage],
         new_messages: list[AgentMessage],
+        entry_ids: list[str | None],
         is_heartbeat: bool,
     ) -> None:
-        """``afterTurn``, or ``ingestBatch``, or ``ingest`` one by one; a failure never loses the stored turn."""
+        """``commitTurn`` (OpenClaw 2026.9's durable turn), else ``afterTurn``, ``ingestBatch`` or ``ingest``
+        one by one; a failure never loses the stored turn."""
         engine = self._engine
         session_id, session_key = session.session_id, session.session_key
         try:
-            if supports_after_turn(engine):
+            if supports_commit_turn(engine) and new_messages:
+                await engine.commit_turn(
+                    CommitTurnParams(
+                        # The turn's first entry names it: a turn replayed with the same ids is a duplicate.
+                        advancement_key=f"turn:{entry_ids[0] or session_id}",
+                        session_id=session_id,
+                        session_key=session_key,
+                        messages=new_messages,
+                        entry_ids=entry_ids,
+                        is_heartbeat=is_heartbeat,
+                        token_budget=self._runtime.prompt_budget,
+                        runtime_settings=self._runtime.runtime_settings(),
+                    )
+                )
+            elif supports_after_turn(engine):
                 await engine.after_turn(
                     AfterTurnParams(
                         session_id=session_id,

@@ -5,7 +5,7 @@ One turn:
   `assemble` (the pipeline messages if it throws) → prepend `systemPromptAddition` → pre-prompt
   overflow precheck (skipped for engines that own compaction unless `preassembly_may_overflow`) →
   the model/tool loop → persist every new message (the host persists, whatever the engine) →
-  `afterTurn`, or `ingestBatch`, or `ingest` one by one → built-in auto-compaction for engines that
+  `commitTurn`, or `afterTurn`, or `ingestBatch`, or `ingest` one by one → built-in auto-compaction for engines that
   do not own compaction → an owning engine's deferred compaction debt, paid in the background after
   the reply (the next turn on the key waits for it; `settle()` and `dispose()` await it).
 

@@ -12,7 +12,7 @@ from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
-__all__ = ["EntryIds", "Sessions", "TurnStats", "new_entry_id"]
+__all__ = ["EntryIds", "Persisted", "Sessions", "TurnStats", "new_entry_id"]
 
 EntryIds = Callable[[AgentMessage], str | None]
 """The transcript entry id of a message, when the caller has one (else the host makes one up)."""
@@ -30,6 +30,14 @@ class TurnStats:
     assembled_tokens: int
     budget: int
     compacted: bool
+
+
+@dataclass(frozen=True)
+class Persisted:
+    """A persisted turn: its number in `turns` (None when nothing was new) and each message's entry id."""
+
+    number: int | None
+    entry_ids: list[str | None]
 
 
 class Sessions:
@@ -90,23 +98,25 @@ class Sessions:
         entry_ids: EntryIds,
         is_heartbeat: bool,
         stats: TurnStats,
-    ) -> int | None:
-        """The turn's persist transaction: its new messages and its `turns` row; returns the turn number.
+    ) -> Persisted:
+        """The turn's persist transaction: its new messages and its `turns` row.
 
-        A turn whose messages were all stored already (a replayed turn) adds no row and returns None.
+        A turn whose messages were all stored already (a replayed turn) adds no row (number None).
         """
         items = [
             repo.NewMessage(message=m, entry_id=entry_ids(m) or new_entry_id(), is_heartbeat=is_heartbeat)
             for m in messages
         ]
+        ids = [item.entry_id for item in items]
         async with self._store.transaction() as conn:
             written = await repo.append_messages(conn, session, items, self._store.counter)
             if not any(r.inserted for r in written):
-                return None
-            return await repo.record_turn(
+                return Persisted(None, ids)
+            number = await repo.record_turn(
                 conn,
                 session,
                 assembled_tokens=stats.assembled_tokens,
                 budget=stats.budget,
                 compacted=stats.compacted,
             )
+        return Persisted(number, ids)

@@ -118,8 +118,9 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
     attempt = await _attempts(runtime, turn)
     session = await sessions.active(key)
     stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in)
-    number = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
-    await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, is_heartbeat)
+    persisted = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
+    number = persisted.number
+    await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, persisted.entry_ids, is_heartbeat)
     auto = await _auto_compact(runtime, key)
     if auto is not None:
         turn.compactions.append(auto)

@@ -206,3 +206,24 @@ async def test_host_params_an_engine_does_not_accept_are_withheld() -> None:
         AssembleParams(session_id="s", session_key=KEY, messages=[], prompt="p", runtime_context={"config": {}})
     )
     assert inner.seen == [{"session_id", "session_key", "messages"}]
+
+
+@pytest.mark.parametrize("engine_id", list(ENGINES))
+async def test_the_runtime_drives_both_engines_through_commit_turn(store: Store, engine_id: str) -> None:
+    from openclaw_ctx.config import OpenClawConfig
+    from openclaw_ctx.host.runtime import Runtime
+    from openclaw_ctx.testing import ScriptedModel, reply
+
+    config = OpenClawConfig.model_validate({"plugins": {"slots": {"contextEngine": engine_id}}})
+    runtime = await Runtime.create(store, config=config, model=ScriptedModel([reply("one"), reply("two")]))
+    try:
+        ids = iter(["entry-u1", "entry-a1", "entry-u2", "entry-a2"])
+        for prompt in ("first", "second"):
+            await runtime.run_turn(KEY, prompt, entry_ids=lambda _m: next(ids))
+    finally:
+        await runtime.dispose()
+    turns = await rows(
+        store, "SELECT advancement_key, message_count FROM turn_advancements ORDER BY at, advancement_key"
+    )
+    assert turns == [("turn:entry-u1", 2), ("turn:entry-u2", 2)]
+    assert await rows(store, "SELECT count(*) FROM messages") == [(4,)]

@@ -96,7 +96,8 @@ def turn_messages(params: CommitTurnParams) -> list[NewMessage]:
     last, in the admission and terminal anchors; provider event keys cover model replies without one.
     """
     messages = params.messages
-    ids = [_host_entry_id(m) for m in messages]
+    given = params.entry_ids if params.entry_ids is not None and len(params.entry_ids) == len(messages) else None
+    ids = list(given) if given is not None else [_host_entry_id(m) for m in messages]
     if messages and ids[0] is None and params.admission is not None and messages[0].role == "user":
         ids[0] = params.admission.entry_id
     if len(messages) > 1 and ids[-1] is None and params.terminal is not None:

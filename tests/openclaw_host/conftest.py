@@ -8,14 +8,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from openclaw_host.gateway import PYTHON_COMMAND, HostInstall, find_host
-
-# Measured figures (gateway start, per-turn wall time), printed at the end of the run.
-FIGURES: list[tuple[str, str]] = []
-
-
-def record(name: str, value: Any) -> None:
-    FIGURES.append((name, str(value)))
+from openclaw_host.gateway import FIGURES, PYTHON_COMMAND, HostInstall, find_host
 
 
 @cache

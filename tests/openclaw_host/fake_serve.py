@@ -3,7 +3,9 @@
 It speaks the wire protocol only: `initialize` returns an EngineInfo; every hook answers
 ``{"echo": method, "params": params}``; ``prompt: "fail"`` raises (-32000); ``prompt: "hang"`` never
 answers until a ``$/cancel`` (then -32800); ``compact`` asks the client ``host/llmComplete`` and
-returns its text. Every line it read is appended to ``$FAKE_SERVE_LOG``.
+returns its text; the others answer what the host expects (assemble keeps the host's messages and adds
+``MARKER`` to the system prompt), so a real gateway can run turns through it. Every line it read is
+appended to ``$FAKE_SERVE_LOG``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ import threading
 from typing import Any
 
 LOG = os.environ.get("FAKE_SERVE_LOG")
+# What the host expects back, so the real gateway can run a turn through this stand-in too.
+MARKER = "FAKE-SERVE-ASSEMBLED-THIS"
+REPLIES: dict[str, dict[str, Any]] = {
+    "bootstrap": {"bootstrapped": True, "importedMessages": 0},
+    "maintain": {"changed": False, "bytesFreed": 0, "rewrittenEntries": 0},
+    "commitTurn": {"status": "committed"},
+    "ingest": {"ingested": True},
+    "ingestBatch": {"ingestedCount": 0},
+}
 lock = threading.Lock()
 hanging: set[Any] = set()
 waiting: dict[str, threading.Event] = {}
@@ -103,7 +114,10 @@ def main() -> None:
         if method == "compact":
             threading.Thread(target=compact, args=(rid, params), daemon=True).start()
             continue
-        send({"jsonrpc": "2.0", "id": rid, "result": {"echo": method, "params": params}})
+        result = {"echo": method, "params": params, **REPLIES.get(method, {})}
+        if method == "assemble":
+            result.update(messages=params.get("messages") or [], estimatedTokens=1, systemPromptAddition=MARKER)
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
 
 
 if __name__ == "__main__":

@@ -5,12 +5,19 @@
 // call after it dies. Engine instances are per operation (the host disposes them after each); the
 // serve client below lives as long as this module.
 
+import { AsyncLocalStorage, AsyncResource } from "node:async_hooks";
 import { spawn } from "node:child_process";
 import { appendFileSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+
+// The host runs each operation in an async work scope (AsyncLocalStorage) that closes with the
+// operation. serve outlives operations, so its pipes' events are bound to the module's own context,
+// never to the operation that happened to start it; a server request runs in the context of the call
+// in flight (see llmStack).
+const DETACHED = new AsyncResource("openclaw-ctx.serve");
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MANIFEST = JSON.parse(readFileSync(path.join(HERE, "openclaw.plugin.json"), "utf8"));
@@ -243,23 +250,26 @@ export class ServeClient {
     }
     this.starts += 1;
     let child;
+    let spawnError;
     try {
-      child = spawn(argv[0], argv.slice(1), {
-        stdio: ["pipe", "pipe", "pipe"],
-        env: { ...this.env, PYTHONUNBUFFERED: "1" },
+      DETACHED.runInAsyncScope(() => {
+        child = spawn(argv[0], argv.slice(1), {
+          stdio: ["pipe", "pipe", "pipe"],
+          env: { ...this.env, PYTHONUNBUFFERED: "1" },
+        });
+        spawnError = new Promise((_, reject) => {
+          child.once("error", (err) => reject(new ServeError(`cannot start ${argv.join(" ")}: ${err.message}`)));
+        });
+        child.on("exit", (code, signal) => this._onChildExit(child, code, signal));
+        child.stdin.on("error", () => {}); // EPIPE after the child died; the exit handler reports it
+        createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => this._onLine(line));
+        createInterface({ input: child.stderr, crlfDelay: Infinity }).on("line", (line) => this._onStderr(line));
       });
     } catch (err) {
       throw new ServeError(`cannot start ${argv.join(" ")}: ${err.message}`);
     }
-    this.child = child;
-    const spawnError = new Promise((_, reject) => {
-      child.once("error", (err) => reject(new ServeError(`cannot start ${argv.join(" ")}: ${err.message}`)));
-    });
     spawnError.catch(() => {});
-    child.on("exit", (code, signal) => this._onChildExit(child, code, signal));
-    child.stdin.on("error", () => {}); // EPIPE after the child died; the exit handler reports it
-    createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => this._onLine(line));
-    createInterface({ input: child.stderr, crlfDelay: Infinity }).on("line", (line) => this._onStderr(line));
+    this.child = child;
     this._idle(true);
     const init = {
       protocolVersion: PROTOCOL_VERSION,
@@ -279,6 +289,7 @@ export class ServeClient {
     if (this.stats.firstStartMs === null) this.stats.firstStartMs = ms;
     this.serverInfo = result;
     this.info = result.engine ?? null;
+    this._traceLine({ t: Date.now(), method: "initialize", ms, rpcMs: ms, ok: true, pid: result.pid, start: this.starts });
     this.log("info", `openclaw-ctx serve pid ${result.pid} ready in ${ms} ms (engine ${this.config.engine})`);
     return result;
   }
@@ -379,21 +390,33 @@ export class ServeClient {
       reply({ error: { code: -32601, message: `unknown method ${msg.method}` } });
       return;
     }
-    const complete = this.llmStack.at(-1) ?? this.lastLlm ?? this.fallbackLlm();
-    if (typeof complete !== "function") {
+    // The host binds llm.complete to one call (its async scope closes with the call), so the calls in
+    // flight come first, newest first; then the plugin runtime's process-wide llm.complete; then the
+    // last one seen, which may be closed by now.
+    const seen = new Set();
+    const candidates = [...this.llmStack]
+      .reverse()
+      .concat([{ complete: this.fallbackLlm(), run: (f) => f() }, this.lastLlm])
+      .filter((c) => c && typeof c.complete === "function" && !seen.has(c.complete) && seen.add(c.complete));
+    if (candidates.length === 0) {
       reply({ error: { code: -32000, message: "the host offered no llm.complete" } });
       return;
     }
     const p = msg.params ?? {};
-    try {
-      const req = { messages: [{ role: "user", content: String(p.prompt ?? "") }], purpose: `${PLUGIN_ID} summary` };
-      if (p.system) req.systemPrompt = String(p.system);
-      if (Number.isFinite(p.maxTokens)) req.maxTokens = p.maxTokens;
-      const out = await complete(req);
-      reply({ result: { text: String(out?.text ?? "") } });
-    } catch (err) {
-      reply({ error: { code: -32000, message: `host llm.complete failed: ${err?.message ?? err}` } });
+    const req = { messages: [{ role: "user", content: String(p.prompt ?? "") }], purpose: `${PLUGIN_ID} summary` };
+    if (p.system) req.systemPrompt = String(p.system);
+    if (Number.isFinite(p.maxTokens)) req.maxTokens = p.maxTokens;
+    const errors = [];
+    for (const { complete, run } of candidates) {
+      try {
+        const out = await run(() => complete(req));
+        reply({ result: { text: String(out?.text ?? "") } });
+        return;
+      } catch (err) {
+        errors.push(String(err?.message ?? err));
+      }
     }
+    reply({ error: { code: -32000, message: `host llm.complete failed: ${errors.join("; ")}` } });
   }
 
   _request(method, params, timeoutMs, signal, child = this.child) {
@@ -452,7 +475,11 @@ export class ServeClient {
   async call(method, params) {
     this.stats.calls += 1;
     const llm = params?.runtimeContext?.llm?.complete;
-    const boundLlm = typeof llm === "function" ? llm.bind(params.runtimeContext.llm) : undefined;
+    // The function and the async context it belongs to (the host's work scope for this call).
+    const boundLlm =
+      typeof llm === "function"
+        ? { complete: llm.bind(params.runtimeContext.llm), run: AsyncLocalStorage.snapshot() }
+        : undefined;
     if (boundLlm) {
       this.lastLlm = boundLlm;
       this.llmStack.push(boundLlm);
@@ -492,9 +519,15 @@ export class ServeClient {
       rpcMs: started === null ? null : Math.round((end - started) * 1000) / 1000,
       ok,
       pid: this.serverInfo?.pid ?? null,
+      hostLlm: typeof params?.runtimeContext?.llm?.complete === "function",
     };
     if (err) rec.error = { message: String(err.message ?? err), code: err.code ?? null };
     if (method === "commitTurn" && wire) rec.params = wire;
+    this._traceLine(rec);
+  }
+
+  _traceLine(rec) {
+    if (!this.config.traceFile) return;
     try {
       appendFileSync(this.config.traceFile, JSON.stringify(rec) + "\n");
     } catch {

@@ -21,8 +21,11 @@ def serve_missing() -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"`openclaw-ctx serve --help` failed: {exc}"
     if res.returncode != 0:
-        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [""]
-        return f"`openclaw-ctx serve` is not available (`serve --help` exited {res.returncode}: {tail[0][:200]})"
+        lines = [line.strip("│╭╮╰╯─ ") for line in (res.stderr or res.stdout).splitlines()]
+        said = next((line for line in lines if "No such command" in line), None) or next(
+            (line for line in reversed(lines) if line), ""
+        )
+        return f"`openclaw-ctx serve` is not available (`serve --help` exited {res.returncode}: {said[:200]})"
     return ""
 
 

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -34,6 +36,18 @@ def _messages_text(req: dict[str, Any]) -> str:
 def model(tmp_path: Path) -> Iterator[FakeModel]:
     with FakeModel(tmp_path / "model-requests.jsonl") as m:
         yield m
+
+
+def _stand_in_pids(db: Path) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            args = (d / "cmdline").read_bytes().decode(errors="replace").split("\0") if d.name.isdigit() else []
+        except OSError:
+            continue
+        if "serve" in args and str(db) in args:
+            pids.append(int(d.name))
+    return pids
 
 
 def _start(gw: Gateway, label: str) -> None:
@@ -91,18 +105,34 @@ def test_the_plugin_runs_a_real_gateway_turn_through_a_stand_in_serve(
     )
     cfg = gw.read_config()
     assert cfg["plugins"]["slots"]["contextEngine"] == plugin_id
+    key = "agent:main:plugin-smoke"
     try:
         _start(gw, "plugin+stand-in serve")
-        t0 = time.monotonic()
-        turn = gw.agent_turn("agent:main:plugin-smoke", "hello through the plugin")
-        record("plugin+stand-in serve: turn (s)", f"{time.monotonic() - t0:.1f}")
+        turn = gw.agent_turn(key, "hello through the plugin")
+        record("plugin+stand-in serve: turn 1 (s)", f"{turn.seconds:.1f}")
         assert turn.returncode == 0, f"{turn.stdout[-3000:]}\n{turn.stderr[-3000:]}\n{gw.log_tail()}"
+        # Kill the stand-in between two turns: the plugin starts it again and the turn succeeds.
+        killed = _stand_in_pids(tmp_path / "unused.db")
+        assert killed
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(1)
+        turn2 = gw.agent_turn(key, "second turn after the kill")
+        record("plugin+stand-in serve: turn 2, serve restarted (s)", f"{turn2.seconds:.1f}")
+        assert turn2.returncode == 0, f"{turn2.stdout[-3000:]}\n{turn2.stderr[-3000:]}\n{gw.log_tail()}"
+        # The stand-in's compact asks host/llmComplete: the host's own llm.complete answers it.
+        before = len(model.requests())
+        compact = gw.compact(key)
+        record("plugin+stand-in serve: sessions compact (s)", f"{compact.seconds:.1f}")
+        assert compact.returncode == 0, f"{compact.stdout[-3000:]}\n{compact.stderr[-3000:]}"
         logs = gw.host_logs()
     finally:
         gw.stop()
+    summarise = [r for r in model.requests()[before:] if "summarise" in json.dumps(r["body"].get("messages"))]
+    assert summarise, "host/llmComplete did not reach the model through the host's llm.complete"
     assert DEGRADED not in logs
     wire = [json.loads(line) for line in serve_log.read_text().splitlines() if line.startswith("{")]
-    methods = [m.get("method") for m in wire]
+    methods = [m["method"] for m in wire if m.get("method")]
     assert methods[0] == "initialize"
     record("plugin+stand-in serve: calls the host made", " ".join(methods))
     # A first turn on a new key: assemble (per tool-loop step), commitTurn, maintain (bootstrap only
@@ -118,4 +148,6 @@ def test_the_plugin_runs_a_real_gateway_turn_through_a_stand_in_serve(
     assert gw.api_key not in serve_log.read_text()
     trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert all(t["ok"] for t in trace), trace
+    starts = [t for t in trace if t["method"] == "initialize"]
+    assert len({t["pid"] for t in starts}) == 2 and killed[0] == starts[0]["pid"]
     record("plugin+stand-in serve: calls", " ".join(f"{t['method']}={t['rpcMs']:.0f}ms" for t in trace))

@@ -10,6 +10,7 @@ and the error class.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -86,8 +87,13 @@ def to_wire_result(value: Any) -> Any:
     return value
 
 
-async def call_hook(engine: ContextEngine, wire: str, raw: Any, signal: AbortSignal) -> Any:
-    """Validate `raw`, call the engine's hook `wire` and return its wire result.
+Before = Callable[[BaseModel], Awaitable[object]]
+
+
+async def call_hook(
+    engine: ContextEngine, wire: str, raw: Any, signal: AbortSignal, before: Before | None = None
+) -> Any:
+    """Validate `raw`, call the engine's hook `wire` (after `before`, given the params) and return its wire result.
 
     Raises:
         RpcError: ``-32601`` no such hook (or the engine lacks it), ``-32602`` bad params,
@@ -101,6 +107,8 @@ async def call_hook(engine: ContextEngine, wire: str, raw: Any, signal: AbortSig
         raise RpcError(METHOD_NOT_FOUND, f"engine {engine.info.id!r} has no {wire!r} hook")
     params = _build_params(h, raw, signal)
     try:
+        if before is not None:
+            await before(params)
         result = await fn(params)
     except AbortError as exc:
         raise RpcError(CANCELLED, f"{wire}: cancelled ({exc})") from None

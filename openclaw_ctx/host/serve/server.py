@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from openclaw_ctx._version import __version__
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import supports_dispose
@@ -38,6 +40,7 @@ from openclaw_ctx.host.serve.protocol import (
 )
 from openclaw_ctx.host.serve.scrub import drop_secrets
 from openclaw_ctx.host.serve.setup import pick_summarizer, resolve_engine
+from openclaw_ctx.host.serve.transcript import persists_for, record_messages
 from openclaw_ctx.registry import ResolvedEngine
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize import Summarizer
@@ -185,7 +188,9 @@ class Server:
         assert self._resolved is not None and message.method is not None
         started = time.perf_counter()
         try:
-            result = await call_hook(self._resolved.engine, message.method, message.params, job.signal)
+            engine = self._resolved.engine
+            before = self._record if persists_for(engine) else None
+            result = await call_hook(engine, message.method, message.params, job.signal, before)
             line = result_line(message.id, result)
         except RpcError as exc:
             line = error_line(exc, message.id)
@@ -196,6 +201,9 @@ class Server:
         if not message.is_notification:
             self._send(line)
         log.debug("%s answered in %.1f ms", message.method, (time.perf_counter() - started) * 1000)
+
+    async def _record(self, params: BaseModel) -> None:
+        await record_messages(self._store, params)
 
     def _cancel(self, params: Any) -> None:
         request_id = params.get("id") if isinstance(params, dict) else None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import EngineContext
 from openclaw_ctx.providers.settings import plugin_config
 from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
+from openclaw_ctx.registry.wrappers import QuarantineProxy
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize import Summarizer, default_summarizer
 from openclaw_ctx.summarize.settings import resolve_summarizer
@@ -35,7 +38,10 @@ def pick_summarizer(choice: str | None, config: OpenClawConfig, host: Summarizer
 async def resolve_engine(
     store: Store, config: OpenClawConfig, engine_id: str | None, summarizer: Summarizer
 ) -> ResolvedEngine:
-    """The engine `engine_id` selects (None: the configured slot), resolved as the runtime resolves it.
+    """The engine `engine_id` selects (None: the configured slot), resolved as the runtime resolves it,
+    minus the quarantine proxy: the host on the client's side quarantines (or, for ``assemble``, falls
+    back) on an error answer itself, so the server reports every engine error instead of downgrading
+    its one engine to legacy for the rest of its life. Strict-key retries (the compat wrapper) stay.
 
     Raises:
         EngineNotFoundError: the default engine is needed and not registered.
@@ -47,4 +53,7 @@ async def resolve_engine(
     ctx = EngineContext(
         config=entry.config if entry else None, store=store, openclaw_config=config, summarizer=summarizer
     )
-    return await resolve_context_engine(config, ctx)
+    resolved = await resolve_context_engine(config, ctx)
+    if isinstance(resolved.engine, QuarantineProxy):
+        return dataclasses.replace(resolved, engine=resolved.engine.inner)
+    return resolved

@@ -108,6 +108,18 @@ class ServeProcess:
             self._stash[message.get("id")] = message
         return self.server_requests.get()
 
+    def answer_server_requests(self, request_id: Any, answer: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+        """Answer every server request with ``answer(request)`` until `request_id` is answered; its response."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while not self.answered(request_id):
+            try:
+                ask = self.server_requests.get(timeout=0.05)
+            except queue.Empty:
+                assert time.monotonic() < deadline, f"no answer to {request_id!r}"
+                continue
+            self.send({"jsonrpc": "2.0", "id": ask["id"], "result": answer(ask)})
+        return self._stash.pop(request_id)
+
     def answered(self, request_id: Any) -> bool:
         """Whether the response to `request_id` has arrived (without waiting)."""
         while True:
@@ -140,12 +152,18 @@ class ServeProcess:
         return code
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def kill(self) -> None:
+        """Kill the process if it still runs, and close every pipe and file."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        if not self._stderr.closed:
-            self._stderr.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except OSError:
+                    pass

@@ -70,8 +70,15 @@ def _build_params(h: Hook, raw: Any, signal: AbortSignal) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        errors = [f"{'.'.join(str(p) for p in e['loc']) or '(params)'}: {e['msg']}" for e in exc.errors()]
+        aliases = {name: f.alias or name for name, f in model.model_fields.items()}
+        errors = [f"{_where(e['loc'], aliases)}: {e['msg']}" for e in exc.errors()]
         raise RpcError(INVALID_PARAMS, f"{h.wire}: invalid params", {"errors": errors}) from None
+
+
+def _where(loc: tuple[int | str, ...], aliases: dict[str, str]) -> str:
+    """A validation error's location in the wire's names (``sessionId``, ``messages.3``)."""
+    parts = [aliases.get(p, p) if i == 0 and isinstance(p, str) else str(p) for i, p in enumerate(loc)]
+    return ".".join(str(p) for p in parts) or "(params)"
 
 
 def to_wire_result(value: Any) -> Any:

@@ -105,6 +105,7 @@ class Server:
         return None
 
     async def _handle_line(self, line: bytes) -> None:
+        log.debug("line of %d bytes", len(line))
         message: Incoming | None = None
         try:
             message = parse_line(line)

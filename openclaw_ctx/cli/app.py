@@ -64,6 +64,7 @@ COMMAND_MODULES = [
     "openclaw_ctx.cli.commands.stats",
     "openclaw_ctx.cli.commands.recall",
     "openclaw_ctx.cli.commands.chat",
+    "openclaw_ctx.cli.commands.serve",
 ]
 
 

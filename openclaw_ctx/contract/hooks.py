@@ -11,7 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from openclaw_ctx.contract.params import BootstrapResult, HostCapability, IngestBatchResult, IngestResult
+from pydantic import BaseModel
+
+from openclaw_ctx.contract.params import (
+    AfterTurnParams,
+    AssembleParams,
+    BootstrapParams,
+    BootstrapResult,
+    CompactParams,
+    HostCapability,
+    IngestBatchParams,
+    IngestBatchResult,
+    IngestParams,
+    IngestResult,
+    MaintainParams,
+    PrepareSubagentSpawnParams,
+    SubagentEndedParams,
+)
+from openclaw_ctx.contract.turns import CommitTurnParams
 
 __all__ = [
     "DOWNGRADED_REASON",
@@ -54,6 +71,8 @@ class Hook:
     """A failure quarantines the engine and re-raises instead of answering from the default engine."""
     capability: HostCapability | None = None
     """The host capability the call needs, when an engine can require it of the host."""
+    params: type[BaseModel] | None = None
+    """The hook's one params model (its camelCase wire form is what ``serve`` validates); None: no params."""
 
 
 def _nothing() -> None:
@@ -68,6 +87,7 @@ HOOKS: tuple[Hook, ...] = (
     Hook(
         "bootstrap",
         "bootstrap",
+        params=BootstrapParams,
         host_keys=_SESSION_KEYS,
         fallback=lambda: BootstrapResult(bootstrapped=False, reason=DOWNGRADED_REASON),
         capability="bootstrap",
@@ -75,6 +95,7 @@ HOOKS: tuple[Hook, ...] = (
     Hook(
         "ingest",
         "ingest",
+        params=IngestParams,
         required=True,
         host_keys=frozenset({"session_key"}),
         fallback=lambda: IngestResult(ingested=False),
@@ -82,24 +103,54 @@ HOOKS: tuple[Hook, ...] = (
     Hook(
         "ingest_batch",
         "ingestBatch",
+        params=IngestBatchParams,
         host_keys=frozenset({"session_key"}),
         fallback=lambda: IngestBatchResult(ingested_count=0),
     ),
     Hook(
         "assemble",
         "assemble",
+        params=AssembleParams,
         required=True,
         host_keys=frozenset({"session_key", "prompt", "runtime_settings", "runtime_context", "abort_signal"}),
         capability="assemble-before-prompt",
     ),
     # A turn that cannot be committed must not be reported written: the failure re-raises (the host
     # retries it; the advancement key makes the retry safe).
-    Hook("commit_turn", "commitTurn", host_keys=_SESSION_KEYS, reraises=True),
-    Hook("after_turn", "afterTurn", host_keys=_SESSION_KEYS, fallback=_nothing, capability="after-turn"),
-    Hook("maintain", "maintain", host_keys=_SESSION_KEYS, fallback=_maintenance_downgraded, capability="maintain"),
-    Hook("compact", "compact", required=True, host_keys=_SESSION_KEYS, reraises=True, capability="compact"),
-    Hook("prepare_subagent_spawn", "prepareSubagentSpawn", fallback=_nothing, reraises=True),
-    Hook("on_subagent_ended", "onSubagentEnded", fallback=_nothing),
+    Hook("commit_turn", "commitTurn", host_keys=_SESSION_KEYS, reraises=True, params=CommitTurnParams),
+    Hook(
+        "after_turn",
+        "afterTurn",
+        host_keys=_SESSION_KEYS,
+        fallback=_nothing,
+        capability="after-turn",
+        params=AfterTurnParams,
+    ),
+    Hook(
+        "maintain",
+        "maintain",
+        host_keys=_SESSION_KEYS,
+        fallback=_maintenance_downgraded,
+        capability="maintain",
+        params=MaintainParams,
+    ),
+    Hook(
+        "compact",
+        "compact",
+        required=True,
+        host_keys=_SESSION_KEYS,
+        reraises=True,
+        capability="compact",
+        params=CompactParams,
+    ),
+    Hook(
+        "prepare_subagent_spawn",
+        "prepareSubagentSpawn",
+        fallback=_nothing,
+        reraises=True,
+        params=PrepareSubagentSpawnParams,
+    ),
+    Hook("on_subagent_ended", "onSubagentEnded", fallback=_nothing, params=SubagentEndedParams),
     Hook("dispose", "dispose", guarded=False),
 )
 """Every lifecycle hook, in OpenClaw's order of a session's life."""

@@ -58,7 +58,6 @@ def _overview(found: KeyStats) -> Table:
     table = Table(title=f"stats of {found.session_key}", show_header=False, box=box.SIMPLE_HEAD)
     table.add_column("what")
     table.add_column("value", justify="right")
-    series = found.series_summary
     what = "prompt tokens sent per turn" if found.source == "turns" else "context tokens at compactions"
     rows: list[tuple[str, str]] = [
         ("engine", found.engine_id or "legacy"),
@@ -70,7 +69,7 @@ def _overview(found: KeyStats) -> Table:
             "summaries",
             f"{found.summaries:,}" + (f" (max depth {found.max_depth})" if found.max_depth is not None else ""),
         ),
-        (f"{what} min / median / max", f"{series['min']:,} / {series['median']:,} / {series['max']:,}"),
+        (f"{what} min / median / max", _summary(found)),
         ("context tokens now", f"{found.context_tokens:,}"),
     ]
     if found.turns_without_prompt_tokens:
@@ -80,6 +79,13 @@ def _overview(found: KeyStats) -> Table:
     for label, value in rows:
         table.add_row(label, value)
     return table
+
+
+def _summary(found: KeyStats) -> str:
+    if not found.series:
+        return "none recorded"
+    series = found.series_summary
+    return f"{series['min']:,} / {series['median']:,} / {series['max']:,}"
 
 
 def _without(found: KeyStats) -> str:

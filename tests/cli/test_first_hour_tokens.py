@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "coding-session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding-session.jsonl"
 BUDGET = 16_000
 
 
@@ -75,8 +75,8 @@ def test_replay_and_stats_report_the_same_prompt_tokens_as_the_turns_table(tmp_p
 def test_a_database_from_before_the_figure_keeps_its_turns_and_stats_counts_them(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
     key = replay(db, "legacy")["session_key"]
-    # The schema as it was (revision 0003, no turns.prompt_tokens), then upgraded as a user would.
-    assert cli(db, "db", "downgrade", "0003", "--yes").returncode == 0
+    # The schema as it was (revision 0004, no turns.prompt_tokens), then upgraded as a user would.
+    assert cli(db, "db", "downgrade", "0004", "--yes").returncode == 0
     assert cli(db, "db", "upgrade").returncode == 0
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT count(*), count(prompt_tokens) FROM turns WHERE session_key = ?", (key,))

@@ -1,8 +1,10 @@
 """Replay an OpenClaw JSONL transcript turn by turn through the runtime.
 
-The scripted model answers with the transcript's own assistant messages and the scripted tools with
-its own tool results, so the store ends up holding every message of the transcript (under its
-original entry ids) while the selected engine assembles and compacts as it would live.
+The scripted model answers with the transcript's own assistant messages (their `usage` as the
+transcript recorded it) and the scripted tools with its own tool results, so the store ends up
+holding every message of the transcript (under its original entry ids) while the selected engine
+assembles and compacts as it would live. The replay's own measurements are the `turns` rows: the
+report's tokens per turn are their `prompt_tokens`, the figure `openclaw-ctx stats` reads.
 """
 
 from __future__ import annotations
@@ -51,14 +53,17 @@ class ReplayReport:
     compactions: int
     sessions_in_chain: int
     context_tokens: list[int]
+    """`turns.prompt_tokens` of the turns this replay ran: the prompt tokens the model was sent."""
     seconds: float
     session_key: str
     summarizer: str
     skipped_turns: int = 0
     """Turns whose every message the key already stored (a second replay of one file skips them all)."""
+    final_context_tokens: int = 0
+    """Tokens of the key's active context at the end."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly form, with min/median/max of the per-turn context tokens."""
+        """JSON-friendly form: min/median/max of the per-turn prompt tokens, and the final context."""
         tokens = self.context_tokens or [0]
         return {
             "transcript": self.transcript,
@@ -77,7 +82,7 @@ class ReplayReport:
                 "min": min(tokens),
                 "median": int(statistics.median(tokens)),
                 "max": max(tokens),
-                "final": tokens[-1],
+                "final": self.final_context_tokens,
             },
             "seconds": round(self.seconds, 2),
         }
@@ -132,13 +137,13 @@ async def replay_transcript(
     key = session_key or f"replay:{transcript.header.id if transcript.header else Path(path).stem}"
     config = (config or OpenClawConfig()).with_engine(engine)
     summarizer = summarizer or default_summarizer()
-    model = ScriptedModel(context_window=budget, name="scripted-replay")
+    model = ScriptedModel(context_window=budget, name="scripted-replay", counter=store.counter)
     tools = ScriptedTools()
     runtime = await Runtime.create(store, config=config, model=model, tools=tools, summarizer=summarizer)
-    context_tokens: list[int] = []
     compactions = failed = skipped = 0
     async with store.read() as conn:
         already = await repo.stored_entry_ids(conn, key, entry_of.values())
+        turns_before = await repo.last_turn(conn, key)
     for index, turn in enumerate(turns):
         done = _already_stored(turn, entry_of, already)
         if done:
@@ -161,8 +166,6 @@ async def replay_transcript(
             leftovers: list[AgentMessage] = [*model.drain(), *tools.drain()]
             if leftovers:
                 await _persist_direct(store, runtime, key, leftovers, entry_of)
-        if not done:
-            context_tokens.append(await _context_tokens(store, key))
         if progress:
             progress(index + 1, len(turns))
     await runtime.dispose()
@@ -170,8 +173,7 @@ async def replay_transcript(
         chain = await repo.session_chain(conn, key)
         stored = await _stored_count(conn, key)
         audit = await _compaction_count(conn, key)
-    if not context_tokens:
-        context_tokens.append(await _context_tokens(store, key))
+        sent = await repo.prompt_tokens_after(conn, key, turns_before)
     return ReplayReport(
         skipped_turns=skipped,
         transcript=str(path),
@@ -183,7 +185,8 @@ async def replay_transcript(
         messages_stored=stored,
         compactions=max(compactions, audit),
         sessions_in_chain=len(chain),
-        context_tokens=context_tokens,
+        context_tokens=sent,
+        final_context_tokens=await _context_tokens(store, key),
         seconds=time.perf_counter() - started,
         session_key=key,
         summarizer=summarizer.name,

@@ -2,9 +2,11 @@
 
 The model answers each call with the next scripted assistant message; the tool executor answers
 each tool call with the scripted result for its id. Like a real provider, the model refuses a
-prompt larger than its context window with ContextOverflowError, so overflow recovery is exercised,
-and a reply's `usage` reports the prompt this model was actually sent, not the one the scripted
-message was recorded with (engines read usage as the observed prompt size).
+prompt larger than its context window with ContextOverflowError, so overflow recovery is exercised:
+measured with `counter` (as the store counts `messages.token_count`, so that a prompt the host
+records as sent never exceeds the window it was accepted by) or, without one, as chars/4.
+A reply is handed over as scripted, `usage` included: a replayed transcript's messages are stored as
+the transcript recorded them, and what this model was sent is the host's to measure (`turns`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Iterable
 
 from openclaw_ctx.contract.model import ModelRequest
 from openclaw_ctx.errors import ContextOverflowError
-from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage, flatten_text
+from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, flatten_text
+from openclaw_ctx.store.repo import message_token_count
+from openclaw_ctx.tokens import TokenCounter
 
 __all__ = ["ScriptedModel", "ScriptedTools"]
 
@@ -30,8 +34,10 @@ class ScriptedModel:
         *,
         context_window: int = 200_000,
         name: str = "scripted",
+        counter: TokenCounter | None = None,
     ) -> None:
         self._replies = list(replies)
+        self._counter = counter
         self.name = name
         self.provider = "scripted"
         self.context_window = context_window
@@ -53,22 +59,24 @@ class ScriptedModel:
 
     async def complete(self, request: ModelRequest) -> AssistantMessage:
         """The next scripted reply (a plain 'ok' when the script is exhausted)."""
-        prompt_chars = len(request.system_prompt) + sum(len(flatten_text(m)) for m in request.messages)
-        prompt_tokens = math.ceil(prompt_chars / 4)
+        prompt_tokens = self._prompt_tokens(request)
         if prompt_tokens > self.context_window:
             raise ContextOverflowError(
                 f"context length exceeded: prompt is ~{prompt_tokens} tokens, window {self.context_window}"
             )
         self.calls.append(request)
         if self._replies:
-            reply = self._replies.pop(0)
-            if reply.usage is None:
-                return reply
-            # In place, not a copy: the reply is handed over, and callers (replay) know it by identity.
-            output = reply.usage.output
-            reply.usage = Usage(input=prompt_tokens, output=output, total_tokens=prompt_tokens + output)
-            return reply
+            # The scripted object itself, untouched: callers (replay) know it by identity.
+            return self._replies.pop(0)
         return AssistantMessage(content=[TextContent(text="ok")], stop_reason="stop", model=self.name)
+
+    def _prompt_tokens(self, request: ModelRequest) -> int:
+        counter = self._counter
+        if counter is None:
+            prompt_chars = len(request.system_prompt) + sum(len(flatten_text(m)) for m in request.messages)
+            return math.ceil(prompt_chars / 4)
+        system = counter.count(request.system_prompt) if request.system_prompt else 0
+        return system + sum(message_token_count(m, counter) for m in request.messages)
 
 
 class ScriptedTools:

@@ -30,6 +30,8 @@ class TurnStats:
     assembled_tokens: int
     budget: int
     compacted: bool
+    prompt_tokens: int | None = None
+    """The largest prompt the turn's model calls were sent (None: no model call)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class Sessions:
                 conn,
                 session,
                 assembled_tokens=stats.assembled_tokens,
+                prompt_tokens=stats.prompt_tokens,
                 budget=stats.budget,
                 compacted=stats.compacted,
             )

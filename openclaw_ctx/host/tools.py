@@ -2,7 +2,8 @@
 
 Tools are the host's own (``tool_specs`` with handlers, or the ``tools`` executor) plus the active
 engine's (lossless-claw's recall tools). A tool that raises is the model's to see, as an error result;
-it never crashes the turn.
+it never crashes the turn. Every request the loop sends is measured (:class:`SentPrompts`): the
+turn's `turns.prompt_tokens` is the largest of them, the one figure of "tokens the model was sent".
 """
 
 from __future__ import annotations
@@ -12,15 +13,63 @@ from typing import TYPE_CHECKING, Any
 
 from openclaw_ctx.contract.model import ModelRequest, ToolSpec
 from openclaw_ctx.messages import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from openclaw_ctx.store.repo import message_token_count
+from openclaw_ctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from openclaw_ctx.host.runtime import Runtime
 
-__all__ = ["MAX_TOOL_STEPS", "ToolLoop"]
+__all__ = ["MAX_TOOL_STEPS", "SentPrompts", "ToolLoop"]
 
 log = logging.getLogger("openclaw_ctx.host.runtime")
 
 MAX_TOOL_STEPS = 64
+
+
+class SentPrompts:
+    """The prompts one turn sent the model, in tokens counted as the store counts `messages.token_count`.
+
+    `answered` is the largest prompt a model call answered, `refused` the largest one the model
+    refused (a provider's context overflow, an error); :attr:`figure` is what the `turns` row records.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        # id(message) → (message, tokens): holding the message keeps its id from being reused.
+        self._counts: dict[int, tuple[AgentMessage, int]] = {}
+        self.answered: int | None = None
+        self.refused: int | None = None
+
+    def know(self, messages: list[AgentMessage], known: dict[int, int]) -> None:
+        """Take the stored token counts of history messages (keyed by identity) instead of recounting them."""
+        for m in messages:
+            count = known.get(id(m))
+            if count is not None:
+                self._counts[id(m)] = (m, count)
+
+    def measure(self, request: ModelRequest) -> int:
+        """Tokens of a request: its system prompt and every message."""
+        total = self._counter.count(request.system_prompt) if request.system_prompt else 0
+        for m in request.messages:
+            cached = self._counts.get(id(m))
+            if cached is None or cached[0] is not m:
+                cached = (m, message_token_count(m, self._counter))
+                self._counts[id(m)] = cached
+            total += cached[1]
+        return total
+
+    def answer(self, tokens: int) -> None:
+        """A model call of `tokens` prompt tokens was answered."""
+        self.answered = max(self.answered or 0, tokens)
+
+    def refuse(self, tokens: int) -> None:
+        """A model call of `tokens` prompt tokens raised."""
+        self.refused = max(self.refused or 0, tokens)
+
+    @property
+    def figure(self) -> int | None:
+        """The turn's prompt tokens: the largest answered prompt, else the largest refused (None: no call)."""
+        return self.answered if self.answered is not None else self.refused
 
 
 class ToolLoop:
@@ -30,9 +79,17 @@ class ToolLoop:
         self._runtime = runtime
 
     async def run(
-        self, outgoing: list[AgentMessage], produced: list[AgentMessage], system_prompt: str, key: str
+        self,
+        outgoing: list[AgentMessage],
+        produced: list[AgentMessage],
+        system_prompt: str,
+        key: str,
+        sent: SentPrompts | None = None,
     ) -> None:
-        """Model ↔ tools until the model stops asking; appends to `produced` so an overflow keeps progress."""
+        """Model ↔ tools until the model stops asking; appends to `produced` so an overflow keeps progress.
+
+        `sent` measures every request the loop sends.
+        """
         runtime = self._runtime
         messages = list(outgoing)
         if produced and isinstance(produced[-1], AssistantMessage):
@@ -40,15 +97,22 @@ class ToolLoop:
                 return
         for _ in range(MAX_TOOL_STEPS):
             specs = self.specs(key)
-            reply = await runtime.model.complete(
-                ModelRequest(
-                    system_prompt=system_prompt,
-                    messages=list(messages),
-                    tools=specs,
-                    max_output_tokens=runtime.max_output_tokens,
-                    session_key=key,
-                )
+            request = ModelRequest(
+                system_prompt=system_prompt,
+                messages=list(messages),
+                tools=specs,
+                max_output_tokens=runtime.max_output_tokens,
+                session_key=key,
             )
+            tokens = sent.measure(request) if sent is not None else 0
+            try:
+                reply = await runtime.model.complete(request)
+            except Exception:
+                if sent is not None:
+                    sent.refuse(tokens)
+                raise
+            if sent is not None:
+                sent.answer(tokens)
             produced.append(reply)
             messages.append(reply)
             calls = [b for b in reply.content if isinstance(b, ToolCall)]

@@ -17,6 +17,7 @@ from openclaw_ctx.contract import AssembleResult, CompactResult
 from openclaw_ctx.errors import ContextOverflowError
 from openclaw_ctx.host.precheck import estimate_text_tokens, precheck, reducible_tool_chars, truncate_tool_results
 from openclaw_ctx.host.sessions import EntryIds, TurnStats
+from openclaw_ctx.host.tools import SentPrompts
 from openclaw_ctx.messages import AgentMessage, UserMessage, flatten_text
 from openclaw_ctx.store import repo
 
@@ -60,6 +61,8 @@ class Turn:
     is_heartbeat: bool
     started_in: str
     """The session the turn began in: every compaction rotates it, so a changed id means the turn compacted."""
+    sent: SentPrompts
+    """The prompts the turn's model calls were sent, over all its attempts."""
     produced: list[AgentMessage] = field(default_factory=list)
     """Replies and tool results so far; an overflowed attempt keeps them for the next."""
     compactions: list[CompactResult] = field(default_factory=list)
@@ -113,11 +116,13 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
     """Run one turn to its end: attempts until the model finishes, then persist and finalize."""
     sessions = runtime.sessions
     session = await sessions.active(key)
-    turn = Turn(key, user, entry_ids, is_heartbeat, started_in=session.session_id)
+    turn = Turn(
+        key, user, entry_ids, is_heartbeat, started_in=session.session_id, sent=SentPrompts(runtime.store.counter)
+    )
     await runtime.hooks.bootstrap_once(session)
     attempt = await _attempts(runtime, turn)
     session = await sessions.active(key)
-    stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in)
+    stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in, turn.sent.figure)
     persisted = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
     number = persisted.number
     await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, persisted.entry_ids, is_heartbeat)
@@ -147,7 +152,8 @@ async def _attempts(runtime: Runtime, turn: Turn) -> _Attempt:
         attempt = await _assemble(runtime, session, turn)
         try:
             _precheck(runtime, attempt)
-            await runtime.tool_loop.run(attempt.outgoing, turn.produced, attempt.system_prompt, turn.key)
+            turn.sent.know(attempt.history, attempt.known)
+            await runtime.tool_loop.run(attempt.outgoing, turn.produced, attempt.system_prompt, turn.key, turn.sent)
             return attempt
         except ContextOverflowError as exc:
             log.info("context overflow on %s: %s", turn.key, exc.detail)
@@ -218,7 +224,7 @@ async def _persist_failed(runtime: Runtime, turn: Turn, estimate: int) -> None:
     """A failed turn still keeps what the user said and any partial reply (as OpenClaw's session does)."""
     try:
         session = await runtime.sessions.active(turn.key)
-        stats = TurnStats(estimate, runtime.prompt_budget, session.session_id != turn.started_in)
+        stats = TurnStats(estimate, runtime.prompt_budget, session.session_id != turn.started_in, turn.sent.figure)
         await runtime.sessions.persist(session, turn.messages, turn.entry_ids, turn.is_heartbeat, stats)
     except Exception as exc:  # the turn's own error is the one to report
         log.warning("could not store the failed turn on %s: %s", turn.key, exc)

@@ -1,6 +1,8 @@
 """Statistics of one session key: context tokens per turn and compactions over time.
 
-The runtime writes one `turns` row per turn (assembled tokens, budget, compacted flag). History
+The runtime writes one `turns` row per turn (the prompt tokens it sent the model, budget, compacted
+flag); the series is `turns.prompt_tokens`, the figure `replay`'s report shows too. Turns recorded
+before that column (or that never reached the model) have none and are counted, not drawn. History
 that never ran through the runtime (imported transcripts) has no turn rows; its series then comes
 from the `compactions` table: the context size before and after each compaction.
 """
@@ -21,13 +23,15 @@ __all__ = ["CompactionPoint", "KeyStats", "TurnPoint", "key_stats"]
 
 
 class TurnPoint(BaseModel):
-    """One turn: what was assembled for the model, against which budget, and whether it compacted."""
+    """One turn: what the model was sent, against which budget, and whether it compacted."""
 
     model_config = ConfigDict(frozen=True)
 
     turn: int
     session_id: str
     assembled_tokens: int
+    prompt_tokens: int | None
+    """The largest prompt the turn's model calls were sent (None: recorded before the column, or no call)."""
     budget: int
     compacted: bool
     at: str
@@ -66,9 +70,9 @@ class KeyStats(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def series(self) -> list[int]:
-        """Context tokens per turn; without turn rows, before/after each compaction, then now."""
+        """Prompt tokens sent per turn (turns with the figure); without turn rows, compactions, then now."""
         if self.source == "turns":
-            return [t.assembled_tokens for t in self.turns]
+            return [t.prompt_tokens for t in self.turns if t.prompt_tokens is not None]
         points: list[int] = []
         for c in self.compactions:
             points.append(c.tokens_before)
@@ -80,11 +84,17 @@ class KeyStats(BaseModel):
     def compacted(self) -> list[bool]:
         """Per point of :attr:`series`: did a compaction happen there."""
         if self.source == "turns":
-            return [t.compacted for t in self.turns]
+            return [t.compacted for t in self.turns if t.prompt_tokens is not None]
         marks: list[bool] = []
         for c in self.compactions:
             marks += [False, True] if c.tokens_after is not None else [True]
         return [*marks, False]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turns_without_prompt_tokens(self) -> int:
+        """Turns with no `prompt_tokens` (recorded before revision 0005, or the model was never called)."""
+        return sum(1 for t in self.turns if t.prompt_tokens is None)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -119,7 +129,8 @@ _TOTALS = text(
     """
 )
 _TURNS = text(
-    "SELECT turn, session_id, assembled_tokens, budget, compacted, at FROM turns WHERE session_key = :k ORDER BY turn"
+    "SELECT turn, session_id, assembled_tokens, prompt_tokens, budget, compacted, at FROM turns "
+    "WHERE session_key = :k ORDER BY turn"
 )
 _COMPACTIONS = text(
     "SELECT started_at AS at, trigger, engine_id, tokens_before, tokens_after, summaries_created FROM compactions "

@@ -283,6 +283,8 @@ class Turn(Base):
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.session_id", ondelete="RESTRICT"), nullable=False)
     turn: Mapped[int] = mapped_column(Integer, nullable=False)
     assembled_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The largest prompt the turn's model calls were sent (revision 0005; NULL on older rows)."""
     budget: Mapped[int] = mapped_column(Integer, nullable=False)
     compacted: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)

@@ -87,6 +87,7 @@ class RestoredTurn:
     budget: int
     compacted: int
     at: str | None = None
+    prompt_tokens: int | None = None
 
 
 async def restore_session(conn: AsyncConnection, session: RestoredSession) -> SessionRow:

@@ -58,7 +58,7 @@ def replayed_by(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 def turn_rows(db: Path, key: str) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(db)
     return conn.execute(
-        "SELECT turn, session_id, assembled_tokens, budget, compacted FROM turns WHERE session_key = ? ORDER BY turn",
+        "SELECT turn, session_id, prompt_tokens, budget, compacted FROM turns WHERE session_key = ? ORDER BY turn",
         (key,),
     ).fetchall()
 

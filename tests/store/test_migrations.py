@@ -81,6 +81,7 @@ ADDED_BY_REVISION: dict[str, dict[str, set[str]]] = {
     "0002": {"table": {"large_content"}, "index": {"ix_large_content_key", "ux_large_content_message"}},
     "0003": {"table": {"turns"}, "index": {"ux_turns_key_turn"}},
     "0004": {"table": {"turn_advancements"}},
+    "0005": {},  # a column: turns.prompt_tokens
 }
 EMPTY: dict[str, set[str]] = {"table": set(), "view": set(), "trigger": set(), "index": set()}
 

@@ -113,7 +113,9 @@ def lossless_snapshot(db: Path) -> dict[str, list[tuple[Any, ...]]]:
             " LEFT JOIN messages m ON m.message_id = c.first_kept_message_id ORDER BY c.compaction_id",
         ),
         "turns": rows(
-            db, "SELECT session_key, session_id, turn, assembled_tokens, budget, compacted, at FROM turns ORDER BY 1, 3"
+            db,
+            "SELECT session_key, session_id, turn, assembled_tokens, prompt_tokens, budget, compacted, at FROM turns"
+            " ORDER BY 1, 3",
         ),
         "summaries_fts": rows(
             db, "SELECT rowid FROM summaries_fts WHERE summaries_fts MATCH 'ledger OR drift' ORDER BY rowid"

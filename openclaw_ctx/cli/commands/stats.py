@@ -41,7 +41,7 @@ def stats(
 ) -> None:
     """Context tokens per turn and compactions over time for a session key.
 
-    Turns come from the `turns` table the runtime writes; imported history without turn rows is drawn from the `compactions` table (context size before and after each compaction).
+    Turns come from the `turns` table the runtime writes (the prompt tokens it sent the model, as `replay` reports them); imported history without turn rows is drawn from the `compactions` table (context size before and after each compaction).
     """  # noqa: E501
     found = run(_stats(state_of(ctx), key))
     if as_json:
@@ -58,8 +58,7 @@ def _overview(found: KeyStats) -> Table:
     table = Table(title=f"stats of {found.session_key}", show_header=False, box=box.SIMPLE_HEAD)
     table.add_column("what")
     table.add_column("value", justify="right")
-    series = found.series_summary
-    per = "per turn" if found.source == "turns" else "at compactions"
+    what = "prompt tokens sent per turn" if found.source == "turns" else "context tokens at compactions"
     rows: list[tuple[str, str]] = [
         ("engine", found.engine_id or "legacy"),
         ("turns recorded", f"{len(found.turns):,}" if found.turns else "none (imported history)"),
@@ -70,14 +69,28 @@ def _overview(found: KeyStats) -> Table:
             "summaries",
             f"{found.summaries:,}" + (f" (max depth {found.max_depth})" if found.max_depth is not None else ""),
         ),
-        (f"context tokens {per} min / median / max", f"{series['min']:,} / {series['median']:,} / {series['max']:,}"),
+        (f"{what} min / median / max", _summary(found)),
         ("context tokens now", f"{found.context_tokens:,}"),
     ]
+    if found.turns_without_prompt_tokens:
+        rows.append(("turns without that figure", _without(found)))
     if found.turns:
         rows.append(("budget (last turn)", f"{found.turns[-1].budget:,}"))
     for label, value in rows:
         table.add_row(label, value)
     return table
+
+
+def _summary(found: KeyStats) -> str:
+    if not found.series:
+        return "none recorded"
+    series = found.series_summary
+    return f"{series['min']:,} / {series['median']:,} / {series['max']:,}"
+
+
+def _without(found: KeyStats) -> str:
+    missing = found.turns_without_prompt_tokens
+    return f"{missing:,} of {len(found.turns):,} (recorded before openclaw-ctx kept it, or never sent to the model)"
 
 
 def _sparklines(found: KeyStats, width: int) -> list[str]:

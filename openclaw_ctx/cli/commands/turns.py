@@ -62,7 +62,10 @@ def replay(
         ("messages stored", f"{report['messages_stored']:,}"),
         ("compactions", f"{report['compactions']:,}"),
         ("sessions in chain", f"{report['sessions_in_chain']:,}"),
-        ("context tokens min / median / max", f"{tokens['min']:,} / {tokens['median']:,} / {tokens['max']:,}"),
+        (
+            "prompt tokens sent per turn min / median / max",
+            f"{tokens['min']:,} / {tokens['median']:,} / {tokens['max']:,}",
+        ),
         ("final context tokens", f"{tokens['final']:,}"),
         ("time", f"{report['seconds']:.2f} s"),
     ):

@@ -11,7 +11,9 @@ from openclaw_ctx._time import utc_now
 from openclaw_ctx.store.repo.audit import (
     CompactionRecord,
     commit_compaction,
+    last_turn,
     mark_turn_compacted,
+    prompt_tokens_after,
     record_compaction,
     record_turn,
 )
@@ -104,6 +106,8 @@ __all__ = [
     "turn_key",
     "turn_messages",
     "committed_turn_session",
+    "last_turn",
+    "prompt_tokens_after",
     "rotate_session",
     "session_chain",
     "set_engine_state",

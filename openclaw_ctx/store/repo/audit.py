@@ -20,7 +20,15 @@ from openclaw_ctx.store.repo.context import ItemRef
 from openclaw_ctx.store.repo.sessions import SessionRow, rotate_session
 from openclaw_ctx.store.repo.summaries import NewSummary, insert_summary
 
-__all__ = ["CompactionRecord", "commit_compaction", "mark_turn_compacted", "record_compaction", "record_turn"]
+__all__ = [
+    "CompactionRecord",
+    "commit_compaction",
+    "last_turn",
+    "mark_turn_compacted",
+    "prompt_tokens_after",
+    "record_compaction",
+    "record_turn",
+]
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,13 @@ async def record_compaction(conn: AsyncConnection, **values: Any) -> int:
 
 
 async def record_turn(
-    conn: AsyncConnection, session: SessionRow, *, assembled_tokens: int, budget: int, compacted: bool
+    conn: AsyncConnection,
+    session: SessionRow,
+    *,
+    assembled_tokens: int,
+    budget: int,
+    compacted: bool,
+    prompt_tokens: int | None = None,
 ) -> int:
     """Append a `turns` row for the key; returns its number (1, 2, … across the key's whole chain)."""
     last = await conn.scalar(
@@ -123,11 +137,29 @@ async def record_turn(
             session_id=session.session_id,
             turn=number,
             assembled_tokens=assembled_tokens,
+            prompt_tokens=prompt_tokens,
             budget=budget,
             compacted=int(compacted),
         )
     )
     return number
+
+
+async def last_turn(conn: AsyncConnection, session_key: str) -> int:
+    """The key's highest turn number (0: none yet)."""
+    return int(
+        await conn.scalar(select(func.coalesce(func.max(Turn.turn), 0)).where(Turn.session_key == session_key)) or 0
+    )
+
+
+async def prompt_tokens_after(conn: AsyncConnection, session_key: str, turn: int) -> list[int]:
+    """`prompt_tokens` of the key's turns numbered above `turn`, in order (turns without the figure left out)."""
+    query = (
+        select(Turn.prompt_tokens)
+        .where(Turn.session_key == session_key, Turn.turn > turn, Turn.prompt_tokens.is_not(None))
+        .order_by(Turn.turn)
+    )
+    return [int(v) for v in (await conn.scalars(query)) if v is not None]
 
 
 async def mark_turn_compacted(conn: AsyncConnection, session_key: str, turn: int) -> None:

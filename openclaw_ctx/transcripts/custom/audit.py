@@ -1,9 +1,9 @@
 """``openclaw-ctx/turn`` and ``openclaw-ctx/compaction-record``: the runtime's records of a session.
 
-A turn entry is a `turns` row of the session (``turn``, ``assembledTokens``, ``budget``, ``compacted``,
-``at``); a compaction-record entry is a `compactions` audit row the runtime wrote (its columns; the
-first kept message by ``firstKeptMessageEntryId``), in the file of the session it rotated to. With
-them `stats` of an imported key is the original's.
+A turn entry is a `turns` row of the session (``turn``, ``assembledTokens``, ``promptTokens``,
+``budget``, ``compacted``, ``at``); a compaction-record entry is a `compactions` audit row the runtime
+wrote (its columns; the first kept message by ``firstKeptMessageEntryId``), in the file of the
+session it rotated to. With them `stats` of an imported key is the original's.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class TurnData(EntryData):
     budget: NonNegative
     compacted: Annotated[int, Field(ge=0, le=1)] = 0
     at: str | None = None
+    prompt_tokens: NonNegative | None = None
+    """The prompt tokens the turn sent the model (absent in files from before revision 0005)."""
 
 
 class CompactionData(EntryData):
@@ -90,7 +92,9 @@ async def _restore_turns(scope: RestoreScope, found: list[tuple[CustomEntry, Tur
                 scope.transcript.reject(entry, reason)
             continue
         stored[data.turn] = session.session_id
-        turns.append(RestoredTurn(data.turn, data.assembled_tokens, data.budget, data.compacted, data.at))
+        turns.append(
+            RestoredTurn(data.turn, data.assembled_tokens, data.budget, data.compacted, data.at, data.prompt_tokens)
+        )
     await restore_turns(scope.conn, session, turns)
     return len(turns)
 

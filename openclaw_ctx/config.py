@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import json5
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from openclaw_ctx.errors import ConfigError
@@ -57,6 +57,17 @@ class PluginsConfig(_Model):
     deny: list[str] = Field(default_factory=list)
 
 
+def _primary_model(value: Any) -> Any:
+    # OpenClaw writes a model either as "provider/model" or as {"primary": "provider/model", "fallbacks": [...]}.
+    if isinstance(value, dict):
+        return value.get("primary")
+    return value
+
+
+ModelRef = Annotated[str | None, BeforeValidator(_primary_model)]
+"""A model setting: its ``provider/model`` string (the primary one when OpenClaw lists fallbacks)."""
+
+
 class CompactionSettings(_Model):
     """`agents.defaults.compaction`: the built-in compaction's knobs (OpenClaw's names and defaults)."""
 
@@ -68,7 +79,7 @@ class CompactionSettings(_Model):
     timeout_seconds: float = Field(900, gt=0)
     identifier_policy: Literal["strict", "off", "custom"] = "strict"
     identifier_instructions: str | None = None
-    model: str | None = None
+    model: ModelRef = None
     provider: str | None = None
 
     def effective_reserve(self) -> int:
@@ -81,7 +92,7 @@ class AgentDefaults(_Model):
 
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     context_window: int | None = None
-    model: str | None = None
+    model: ModelRef = None
 
 
 class AgentsConfig(_Model):

@@ -46,7 +46,8 @@ class TranscriptAnchor(WireResult):
     session_id: str | None = None
     session_key: str | None = None
     store_path: str | None = None
-    generation: int | None = None
+    generation: str | int | None = None
+    """The transcript generation (OpenClaw 2026.9 sends an opaque hex string)."""
     entry_id: str | None = None
     raw_seq: int | None = None
     effective_parent_id: str | None = None

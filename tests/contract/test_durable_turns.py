@@ -36,7 +36,7 @@ def anchor(entry_id: str, seq: int, **extra: Any) -> dict[str, Any]:
         "sessionId": "s-1",
         "sessionKey": KEY,
         "storePath": "/state/agents/main/agent/openclaw-agent.sqlite",
-        "generation": 1,
+        "generation": "84ff3fcf35fb48999317ccdb450185f9",
         "entryId": entry_id,
         "rawSeq": seq,
         "effectiveParentId": None,
@@ -227,3 +227,12 @@ async def test_the_runtime_drives_both_engines_through_commit_turn(store: Store,
     )
     assert turns == [("turn:entry-u1", 2), ("turn:entry-u2", 2)]
     assert await rows(store, "SELECT count(*) FROM messages") == [(4,)]
+
+
+def test_the_model_setting_openclaw_writes_as_an_object_is_read() -> None:
+    from openclaw_ctx.config import OpenClawConfig
+
+    config = OpenClawConfig.model_validate(
+        {"agents": {"defaults": {"model": {"primary": "fake/m1", "fallbacks": ["other/m2"]}}}}
+    )
+    assert config.agents.defaults.model == "fake/m1"

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from engines.lossless.assemble import AssemblyPlan, RenderCache, build_assembly, live_suffix, load_render_inputs
 from engines.lossless.compaction import SweepOutcome, sweep
 from engines.lossless.config import DEFAULT_TOKEN_BUDGET, LosslessConfig, resolve_config
+from engines.lossless.debt import DEBT_STATE, read_debt, record_debt, write_debt
 from engines.lossless.info import lossless_info
 from engines.lossless.ingest import (
     BOOTSTRAP_STATE,
@@ -52,6 +53,8 @@ from openclaw_ctx.contract import (
     IngestBatchResult,
     IngestParams,
     IngestResult,
+    MaintainParams,
+    MaintainResult,
 )
 from openclaw_ctx.errors import AbortError, EngineError, SummarizerAuthError
 from openclaw_ctx.store import repo
@@ -65,8 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["DEBT_STATE", "DEFAULT_TOKEN_BUDGET", "LosslessContextEngine", "create_engine"]
 
 log = logging.getLogger(__name__)
-
-DEBT_STATE = "compaction_debt"
 
 
 class LosslessContextEngine(ContextAdoption, RecallAccess):
@@ -162,24 +163,13 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
             if pressure <= self.config.threshold_tokens(budget):
                 return
             if self.config.proactive_threshold_compaction_mode == "deferred":
-                debt = await repo.get_engine_state(conn, ENGINE_ID, key, DEBT_STATE) or {"attempts": 0}
-                debt.update(
-                    pending=True,
-                    reason="threshold",
-                    token_budget=budget,
-                    projected_tokens=pressure,
-                    session_id=session.session_id,
-                    recorded_at=repo.utc_now(),
-                )
-                await repo.set_engine_state(conn, ENGINE_ID, key, DEBT_STATE, debt)
+                await record_debt(conn, key, session.session_id, budget, pressure)
                 return
         await self._compact(key, budget, "threshold", force=False, trigger="threshold", observed=pressure)
 
     async def pending_debt(self, session_key: str) -> dict[str, Any] | None:
         """The recorded compaction debt of a key, if any."""
-        async with self.store.read() as conn:
-            debt = await repo.get_engine_state(conn, ENGINE_ID, session_key, DEBT_STATE)
-        return debt if isinstance(debt, dict) else None
+        return await read_debt(self.store, session_key)
 
     async def drain_debt(self, session_key: str) -> CompactResult | None:
         """Pay a key's deferred compaction debt now (call after the reply is delivered); None if none."""
@@ -195,16 +185,23 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
             observed=int(debt.get("projected_tokens") or 0),
         )
         if result.ok and not result.compacted:
-            await self._set_debt(session_key, None)
+            await write_debt(self.store, session_key, None)
         elif not result.ok:
-            await self._set_debt(
-                session_key, {**debt, "attempts": int(debt.get("attempts", 0)) + 1, "last_error": result.reason}
-            )
+            attempts = int(debt.get("attempts", 0)) + 1
+            await write_debt(self.store, session_key, {**debt, "attempts": attempts, "last_error": result.reason})
         return result
 
-    async def _set_debt(self, key: str, value: dict[str, Any] | None) -> None:
-        async with self.store.transaction() as conn:
-            await repo.set_engine_state(conn, ENGINE_ID, key, DEBT_STATE, value)
+    async def maintain(self, params: MaintainParams) -> MaintainResult:
+        """Pay the deferred debt when the host opts this run into it (its background maintenance);
+        the host's transcript is never rewritten, so ``changed`` stays false."""
+        allowed = (params.runtime_context or {}).get("allowDeferredCompactionExecution") is True
+        key = params.session_key or params.session_id
+        if not allowed or not self._writes_allowed(key):
+            return MaintainResult(reason="nothing to do: deferred compaction not allowed in this run")
+        result = await self.drain_debt(key)
+        if result is None:
+            return MaintainResult(reason="nothing to do: no compaction debt")
+        return MaintainResult(reason="paid the compaction debt" if result.ok else f"compaction failed: {result.reason}")
 
     # --- compaction ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from openclaw_ctx.contract.params import (
     IngestParams,
     IngestResult,
     MaintainParams,
+    MaintainResult,
     PrepareSubagentSpawnParams,
     SubagentEndedParams,
     SubagentSpawnPreparation,
@@ -160,8 +161,8 @@ class CommitTurnCapable(Protocol):
 class MaintainCapable(Protocol):
     """Maintains its transcript (after bootstrap, a turn or a compaction)."""
 
-    async def maintain(self, params: MaintainParams) -> dict[str, Any]:
-        """``{changed, bytesFreed, rewrittenEntries, reason}``."""
+    async def maintain(self, params: MaintainParams) -> MaintainResult:
+        """Do the maintenance due (deferred work, transcript rewrites) and say what changed."""
         ...
 
 

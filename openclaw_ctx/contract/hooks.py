@@ -25,6 +25,7 @@ from openclaw_ctx.contract.params import (
     IngestParams,
     IngestResult,
     MaintainParams,
+    MaintainResult,
     PrepareSubagentSpawnParams,
     SubagentEndedParams,
 )
@@ -79,8 +80,8 @@ def _nothing() -> None:
     return None
 
 
-def _maintenance_downgraded() -> dict[str, object]:
-    return {"changed": False, "bytesFreed": 0, "rewrittenEntries": 0, "reason": DOWNGRADED_REASON}
+def _maintenance_downgraded() -> MaintainResult:
+    return MaintainResult(reason=DOWNGRADED_REASON)
 
 
 HOOKS: tuple[Hook, ...] = (

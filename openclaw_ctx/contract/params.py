@@ -39,6 +39,7 @@ __all__ = [
     "IngestParams",
     "IngestResult",
     "MaintainParams",
+    "MaintainResult",
     "MessageList",
     "Operation",
     "PrepareSubagentSpawnParams",
@@ -283,13 +284,28 @@ class CompactResult(WireResult):
     reason: str | None = None
     result: CompactResultDetail | None = None
 
+    def bound_to(self, target: SessionTarget) -> CompactResult:
+        """This result for a host that owns the transcript (OpenClaw 2026.9, which sent `target`): the
+        rotation stays inside our store, so the successor is the host's own binding, unchanged. The host
+        would otherwise adopt our successor's id as its session (and rejects a bare successor file);
+        our successor's id moves to ``details.storeSessionId``."""
+        if self.result is None:
+            return self
+        detail = self.result
+        details = detail.details if isinstance(detail.details, dict) else {}
+        if detail.session_id:
+            details = {**details, "storeSessionId": detail.session_id}
+        bound = detail.model_copy(
+            update={"session_id": None, "session_file": None, "session_target": target, "details": details or None}
+        )
+        return self.model_copy(update={"result": bound})
+
 
 # --- maintain -------------------------------------------------------------------------------
 
 
 class MaintainParams(WireParams):
-    """Sent for transcript maintenance (after bootstrap, a turn or a compaction); answered with a dict
-    in OpenClaw's ``{changed, bytesFreed, rewrittenEntries, reason}`` shape."""
+    """Sent for transcript maintenance (before and after a turn, after bootstrap or a compaction)."""
 
     session_id: str
     session_key: str | None = None
@@ -299,6 +315,15 @@ class MaintainParams(WireParams):
     runtime_settings: Any = None
     runtime_context: dict[str, Any] | None = None
     abort_signal: AbortSignal | None = None
+
+
+class MaintainResult(WireResult):
+    """What maintenance did to the host's transcript: ``changed`` only when entries were rewritten."""
+
+    changed: bool = False
+    bytes_freed: int = 0
+    rewritten_entries: int = 0
+    reason: str | None = None
 
 
 # --- afterTurn and sub-agents ---------------------------------------------------------------

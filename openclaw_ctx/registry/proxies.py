@@ -28,6 +28,7 @@ from openclaw_ctx.contract import (
     IngestParams,
     IngestResult,
     MaintainParams,
+    MaintainResult,
     PrepareSubagentSpawnParams,
     SpawnCallback,
     SubagentEndedParams,
@@ -116,9 +117,9 @@ class _AfterTurn(Wrapper):
 
 
 class _Maintain(Wrapper):
-    async def maintain(self, params: MaintainParams) -> dict[str, Any]:
+    async def maintain(self, params: MaintainParams) -> MaintainResult:
         """Maintain the transcript (through this wrapper's policy)."""
-        result: dict[str, Any] = await self._dispatch("maintain", params)
+        result: MaintainResult = await self._dispatch("maintain", params)
         return result
 
 

@@ -198,6 +198,7 @@ export class ServeClient {
     this.child = null;
     this.starting = null;
     this.info = null;
+    this.hooks = null; // the hooks serve's engine implements (initialize's `hooks`); null until started
     this.serverInfo = null;
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, timer, method}
@@ -277,6 +278,7 @@ export class ServeClient {
       hostLlm: this.hostLlm,
     };
     if (this.hostVersion) init.hostVersion = this.hostVersion;
+    if (this.config.engineConfig) init.engineConfig = this.config.engineConfig;
     const result = await Promise.race([
       this._request("initialize", init, this.config.startTimeoutMs, null, child),
       spawnError,
@@ -289,6 +291,7 @@ export class ServeClient {
     if (this.stats.firstStartMs === null) this.stats.firstStartMs = ms;
     this.serverInfo = result;
     this.info = result.engine ?? null;
+    this.hooks = Array.isArray(result.hooks) ? result.hooks : null;
     this._traceLine({ t: Date.now(), method: "initialize", ms, rpcMs: ms, ok: true, pid: result.pid, start: this.starts });
     this.log("info", `openclaw-ctx serve pid ${result.pid} ready in ${ms} ms (engine ${this.config.engine})`);
     return result;
@@ -591,8 +594,11 @@ export function createEngine(client) {
       // Engine objects are per operation; serve keeps one engine for its whole life.
     },
   };
+  // Only the hooks the engine implements: the host treats a missing method as "not supported",
+  // while a method that answers "no such hook" would quarantine the engine.
+  const served = new Set(client.hooks ?? HOOKS);
   for (const hook of HOOKS) {
-    engine[hook] = (params) => client.call(hook, params);
+    if (served.has(hook)) engine[hook] = (params) => client.call(hook, params);
   }
   engine.assemble = async (params) => {
     try {
@@ -603,12 +609,14 @@ export function createEngine(client) {
       return { messages, estimatedTokens: roughTokens(messages) };
     }
   };
-  engine.prepareSubagentSpawn = async (params) => {
-    const result = await client.call("prepareSubagentSpawn", params);
-    if (result === null || result === undefined) return undefined;
-    // A function cannot cross JSON: rollback is local (the child session is simply never used).
-    return { ...(typeof result === "object" ? result : {}), rollback: () => {} };
-  };
+  if (served.has("prepareSubagentSpawn")) {
+    engine.prepareSubagentSpawn = async (params) => {
+      const result = await client.call("prepareSubagentSpawn", params);
+      if (result === null || result === undefined) return undefined;
+      // A function cannot cross JSON: rollback is local (the child session is simply never used).
+      return { ...(typeof result === "object" ? result : {}), rollback: () => {} };
+    };
+  }
   return engine;
 }
 

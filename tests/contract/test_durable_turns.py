@@ -236,3 +236,39 @@ def test_the_model_setting_openclaw_writes_as_an_object_is_read() -> None:
         {"agents": {"defaults": {"model": {"primary": "fake/m1", "fallbacks": ["other/m2"]}}}}
     )
     assert config.agents.defaults.model == "fake/m1"
+
+
+async def test_a_compaction_served_to_the_2026_9_host_keeps_the_hosts_session_binding(store: Store) -> None:
+    from openclaw_ctx.contract import AbortSignal
+    from openclaw_ctx.host.serve import dispatch
+    from openclaw_ctx.store import repo
+
+    engine = create_engine(EngineContext(store=store, config={"freshTailCount": 2}))
+    for n in (1, 2, 3):
+        await dispatch.call_hook(engine, "commitTurn", host_turn(n), AbortSignal())
+    target = {"agentId": "main", "sessionId": "s-1", "sessionKey": KEY, "storePath": "/state/a.sqlite"}
+    manual = {
+        "sessionId": "s-1",
+        "sessionKey": KEY,
+        "agentId": "main",
+        "sessionTarget": target,
+        "force": True,
+        "compactionTarget": "threshold",
+        "runtimeContext": {"forceReason": "manual"},
+    }
+    answer = await dispatch.call_hook(engine, "compact", manual, AbortSignal())
+    assert answer["ok"] and answer["compacted"], answer
+    detail = answer["result"]
+    # The host adopts whatever successor it is told of; ours lives in our store, so it hears its own.
+    assert "sessionId" not in detail and "sessionFile" not in detail
+    assert detail["sessionTarget"] == target
+    async with store.read() as conn:
+        active = await repo.active_session(conn, KEY)
+    assert active is not None and detail["details"]["storeSessionId"] == active.session_id
+    maintained = await dispatch.call_hook(engine, "maintain", {"sessionId": "s-1", "sessionKey": KEY}, AbortSignal())
+    assert maintained == {
+        "changed": False,
+        "bytesFreed": 0,
+        "rewrittenEntries": 0,
+        "reason": "nothing to do: deferred compaction not allowed in this run",
+    }

@@ -27,7 +27,7 @@ from engines.lossless.config import resolve_config
 from engines.lossless.engine import DEBT_STATE, create_engine
 from engines.lossless.planning import MAX_SWEEP_ROUNDS, PlanItem, plan_condensed_pass, plan_leaf_pass
 from engines.lossless.prompts import EXPAND_FOOTER, condensed_prompt, leaf_prompt
-from openclaw_ctx.contract import AbortSignal, AfterTurnParams, CompactParams, EngineContext
+from openclaw_ctx.contract import AbortSignal, AfterTurnParams, CompactParams, EngineContext, MaintainParams
 from openclaw_ctx.errors import SummarizerAuthError, SummarizerError
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
@@ -355,6 +355,35 @@ async def test_deferred_debt_survives_a_restart_and_is_drained(store: Store, db_
         assert await reachable_message_ids(reopened, KEY) == await all_message_ids(reopened, KEY)
     finally:
         await reopened.close()
+
+
+async def test_maintain_pays_the_debt_only_when_the_host_allows_deferred_work(store: Store) -> None:
+    pairs = conversation(10)
+    await host_persist(store, KEY, pairs)
+    engine = make_engine(store)
+    sid = await active_id(store, KEY)
+    turn = [m for m, _ in pairs]
+    await engine.after_turn(
+        AfterTurnParams(session_id=sid, session_key=KEY, messages=turn, pre_prompt_message_count=0, token_budget=400)
+    )
+    assert await engine.pending_debt(KEY) is not None
+
+    # A foreground maintenance run (before or after a turn) leaves the debt for later.
+    for context in (None, {}, {"allowDeferredCompactionExecution": False}):
+        held = await engine.maintain(MaintainParams(session_id=sid, session_key=KEY, runtime_context=context))
+        assert not held.changed and "not allowed" in (held.reason or "")
+        assert await active_id(store, KEY) == sid and await engine.pending_debt(KEY) is not None
+
+    background = MaintainParams(
+        session_id=sid, session_key=KEY, runtime_context={"allowDeferredCompactionExecution": True}
+    )
+    paid = await engine.maintain(background)
+    assert paid.reason == "paid the compaction debt" and not paid.changed  # the host's transcript is untouched
+    assert paid.model_dump(by_alias=True)["bytesFreed"] == 0
+    assert await active_id(store, KEY) != sid and await engine.pending_debt(KEY) is None
+    assert await reachable_message_ids(store, KEY) == await all_message_ids(store, KEY)
+    again = await engine.maintain(background)
+    assert again.reason == "nothing to do: no compaction debt"
 
 
 async def test_inline_mode_compacts_after_the_turn(store: Store) -> None:

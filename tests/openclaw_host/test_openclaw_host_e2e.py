@@ -107,6 +107,8 @@ def run(host_install: HostInstall, tmp_path_factory: pytest.TempPathFactory) -> 
                 "summarizer": "host",
                 "logFile": str(r.serve_log),
                 "traceFile": str(r.trace),
+                # A short fresh tail, so the manual compaction of a four-turn chat has a prefix to summarise.
+                "engineConfig": {"freshTailCount": 2},
             },
         )
         t_all = time.monotonic()
@@ -172,16 +174,15 @@ def test_every_turns_messages_are_stored_exactly_once(run: Run) -> None:
 def test_replaying_a_commit_is_a_duplicate_that_writes_nothing(run: Run) -> None:
     commit = next(t for t in run.trace_records() if t["method"] == "commitTurn" and t.get("params"))
     before = run.sql("SELECT count(*) FROM messages")[0][0]
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [*PYTHON_COMMAND, "--db", str(run.db), "serve", "--engine", "lossless-claw"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env={k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")},
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
+    ) as proc:  # closes both pipes and waits
+        assert proc.stdin is not None and proc.stdout is not None
         for msg in (
             {
                 "jsonrpc": "2.0",
@@ -196,9 +197,6 @@ def test_replaying_a_commit_is_a_duplicate_that_writes_nothing(run: Run) -> None
             reply = json.loads(proc.stdout.readline())
             assert "error" not in reply, reply
         assert reply["result"]["status"] == "duplicate"
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
     assert run.sql("SELECT count(*) FROM messages")[0][0] == before
 
 

@@ -35,6 +35,7 @@ from openclaw_ctx.contract import (
     IngestBatchResult,
     IngestParams,
     IngestResult,
+    MaintainResult,
     SubagentSpawnPreparation,
 )
 from openclaw_ctx.messages import UserMessage
@@ -99,9 +100,9 @@ class FakeEngine:
         self._enter("bootstrap", params)
         return BootstrapResult(bootstrapped=True, imported_messages=0)
 
-    async def maintain(self, params: Any) -> dict[str, Any]:
+    async def maintain(self, params: Any) -> MaintainResult:
         self._enter("maintain", params)
-        return {"changed": True, "bytesFreed": 1, "rewrittenEntries": 1}
+        return MaintainResult(changed=True, bytes_freed=1, rewritten_entries=1)
 
     async def commit_turn(self, params: Any) -> CommitTurnResult:
         self._enter("commit_turn", params)

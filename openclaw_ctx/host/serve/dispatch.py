@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openclaw_ctx.contract import HOOKS, AbortSignal, ContextEngine, Hook, SubagentSpawnPreparation
+from openclaw_ctx.contract import HOOKS, AbortSignal, CompactResult, ContextEngine, Hook, SubagentSpawnPreparation
 from openclaw_ctx.errors import AbortError
 from openclaw_ctx.host.serve.protocol import CANCELLED, ENGINE_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
@@ -117,6 +117,9 @@ async def call_hook(
         if before is not None:
             await before(params)
         result = await fn(params)
+        target = getattr(params, "session_target", None)
+        if isinstance(result, CompactResult) and target is not None:
+            result = result.bound_to(target)
     except AbortError as exc:
         raise RpcError(CANCELLED, f"{wire}: cancelled ({exc})") from None
     except Exception as exc:

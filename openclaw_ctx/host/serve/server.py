@@ -146,7 +146,7 @@ class Server:
     # --- initialize -----------------------------------------------------------------------------
 
     async def _initialize(self, params: Any) -> dict[str, Any]:
-        engine_id, host_llm = _initialize_params(params)
+        engine_id, host_llm, engine_config = _initialize_params(params)
         if self._resolved is not None:
             if engine_id and engine_id != self._resolved.engine_id:
                 raise RpcError(INVALID_PARAMS, "already initialized", {"errors": [f"engine: already {engine_id!r}"]})
@@ -156,7 +156,9 @@ class Server:
         try:
             self._summarizer = pick_summarizer(self._summarizer_choice, self._config, host)
             selected = engine_id or self._engine_id
-            self._resolved = await resolve_engine(self._store, self._config, selected, self._summarizer)
+            self._resolved = await resolve_engine(
+                self._store, self._config, selected, self._summarizer, engine_config=engine_config
+            )
         except Exception as exc:
             kind = type(exc).__name__
             log.error("initialize failed: %s: %s", kind, exc)
@@ -241,7 +243,7 @@ class Server:
                 log.warning("engine dispose failed: %s: %s", type(exc).__name__, exc)
 
 
-def _initialize_params(params: Any) -> tuple[str | None, bool]:
+def _initialize_params(params: Any) -> tuple[str | None, bool, dict[str, Any] | None]:
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, "initialize: invalid params", {"errors": ["params: expected an object"]})
     errors = []
@@ -253,6 +255,9 @@ def _initialize_params(params: Any) -> tuple[str | None, bool]:
     host_llm = params.get("hostLlm", False)
     if not isinstance(host_llm, bool):
         errors.append("hostLlm: expected a boolean")
+    engine_config = params.get("engineConfig")
+    if engine_config is not None and not isinstance(engine_config, dict):
+        errors.append("engineConfig: expected an object of the engine's settings")
     if errors:
         raise RpcError(INVALID_PARAMS, "initialize: invalid params", {"errors": errors})
-    return engine_id, host_llm
+    return engine_id, host_llm, engine_config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import EngineContext
@@ -36,12 +37,18 @@ def pick_summarizer(choice: str | None, config: OpenClawConfig, host: Summarizer
 
 
 async def resolve_engine(
-    store: Store, config: OpenClawConfig, engine_id: str | None, summarizer: Summarizer
+    store: Store,
+    config: OpenClawConfig,
+    engine_id: str | None,
+    summarizer: Summarizer,
+    *,
+    engine_config: dict[str, Any] | None = None,
 ) -> ResolvedEngine:
     """The engine `engine_id` selects (None: the configured slot), resolved as the runtime resolves it,
     minus the quarantine proxy: the host on the client's side quarantines (or, for ``assemble``, falls
     back) on an error answer itself, so the server reports every engine error instead of downgrading
     its one engine to legacy for the rest of its life. Strict-key retries (the compat wrapper) stay.
+    `engine_config` (the plugin's ``engineConfig``) overrides ``plugins.entries.<engine>.config`` key by key.
 
     Raises:
         EngineNotFoundError: the default engine is needed and not registered.
@@ -50,9 +57,8 @@ async def resolve_engine(
         config = config.with_engine(engine_id)
     selected, _source = config.slot_engine()
     entry = config.entry(selected)
-    ctx = EngineContext(
-        config=entry.config if entry else None, store=store, openclaw_config=config, summarizer=summarizer
-    )
+    settings = {**((entry.config or {}) if entry else {}), **(engine_config or {})} or None
+    ctx = EngineContext(config=settings, store=store, openclaw_config=config, summarizer=summarizer)
     resolved = await resolve_context_engine(config, ctx)
     if isinstance(resolved.engine, QuarantineProxy):
         return dataclasses.replace(resolved, engine=resolved.engine.inner)

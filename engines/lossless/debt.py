@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from openclaw_ctx._ids import LOSSLESS_ENGINE_ID as ENGINE_ID
 from openclaw_ctx.store import Store, repo
 
-__all__ = ["DEBT_STATE", "ENGINE_ID", "read_debt", "record_debt", "write_debt"]
+__all__ = ["DEBT_STATE", "read_debt", "record_debt", "write_debt"]
 
 DEBT_STATE = "compaction_debt"
 

@@ -195,7 +195,8 @@ class LosslessContextEngine(ContextAdoption, RecallAccess):
         """Pay the deferred debt when the host opts this run into it (its background maintenance);
         the host's transcript is never rewritten, so ``changed`` stays false."""
         allowed = (params.runtime_context or {}).get("allowDeferredCompactionExecution") is True
-        key = params.session_key or params.session_id
+        async with self.store.read() as conn:
+            key = await session_key_of(conn, params.session_id, params.session_key)
         if not allowed or not self._writes_allowed(key):
             return MaintainResult(reason="nothing to do: deferred compaction not allowed in this run")
         result = await self.drain_debt(key)

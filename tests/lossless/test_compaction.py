@@ -24,7 +24,7 @@ from sqlalchemy import select, text
 
 from engines.lossless.assemble import fresh_tail_start
 from engines.lossless.config import resolve_config
-from engines.lossless.engine import DEBT_STATE, create_engine
+from engines.lossless.engine import DEBT_STATE, LosslessContextEngine, create_engine
 from engines.lossless.planning import MAX_SWEEP_ROUNDS, PlanItem, plan_condensed_pass, plan_leaf_pass
 from engines.lossless.prompts import EXPAND_FOOTER, condensed_prompt, leaf_prompt
 from openclaw_ctx.contract import AbortSignal, AfterTurnParams, CompactParams, EngineContext, MaintainParams
@@ -327,7 +327,9 @@ async def test_auth_failure_writes_nothing(store: Store) -> None:
         assert await conn.scalar(text("SELECT count(*) FROM compactions")) == 0
 
 
-async def test_deferred_debt_survives_a_restart_and_is_drained(store: Store, db_path: Path) -> None:
+async def over_threshold_turn(store: Store, new_messages: int | None) -> tuple[LosslessContextEngine, str]:
+    """A deferred-mode engine after a 10-exchange turn over a 400-token budget (the last `new_messages`
+    of it new; None: all of it)."""
     pairs = conversation(10)
     await host_persist(store, KEY, pairs)
     engine = make_engine(store)
@@ -335,9 +337,18 @@ async def test_deferred_debt_survives_a_restart_and_is_drained(store: Store, db_
     turn = [m for m, _ in pairs]
     await engine.after_turn(
         AfterTurnParams(
-            session_id=sid, session_key=KEY, messages=turn, pre_prompt_message_count=len(turn) - 3, token_budget=400
+            session_id=sid,
+            session_key=KEY,
+            messages=turn,
+            pre_prompt_message_count=0 if new_messages is None else len(turn) - new_messages,
+            token_budget=400,
         )
     )
+    return engine, sid
+
+
+async def test_deferred_debt_survives_a_restart_and_is_drained(store: Store, db_path: Path) -> None:
+    engine, sid = await over_threshold_turn(store, new_messages=3)
     assert await active_id(store, KEY) == sid  # deferred: nothing compacted inline
     debt = await engine.pending_debt(KEY)
     assert debt is not None and debt["pending"] and debt["token_budget"] == 400
@@ -358,14 +369,7 @@ async def test_deferred_debt_survives_a_restart_and_is_drained(store: Store, db_
 
 
 async def test_maintain_pays_the_debt_only_when_the_host_allows_deferred_work(store: Store) -> None:
-    pairs = conversation(10)
-    await host_persist(store, KEY, pairs)
-    engine = make_engine(store)
-    sid = await active_id(store, KEY)
-    turn = [m for m, _ in pairs]
-    await engine.after_turn(
-        AfterTurnParams(session_id=sid, session_key=KEY, messages=turn, pre_prompt_message_count=0, token_budget=400)
-    )
+    engine, sid = await over_threshold_turn(store, new_messages=None)
     assert await engine.pending_debt(KEY) is not None
 
     # A foreground maintenance run (before or after a turn) leaves the debt for later.

@@ -23,6 +23,7 @@
     ├── ProviderError                   a model provider call failed; `kind` says how (auth, rate_limit, …)
     ├── AbortError                      the caller aborted the operation (never quarantines)
     ├── OutputPathError                 an output would overwrite a file unasked, or the database itself
+    ├── HostStoreError                  the host's own agent store cannot be read (names the file and why)
     └── MissingDependencyError          an optional outside tool or package is not installed (says how to get it)
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "EngineError",
     "EngineNotFoundError",
     "HostRequirementError",
+    "HostStoreError",
     "InvalidMessageError",
     "MigrationRequiredError",
     "MissingDependencyError",
@@ -185,6 +187,10 @@ class AbortError(OpenClawCtxError):
 
 class OutputPathError(OpenClawCtxError):
     """An output path the command will not write: an existing file without --force, or the database."""
+
+
+class HostStoreError(OpenClawCtxError):
+    """OpenClaw's agent store (``openclaw-agent.sqlite``) is missing, not SQLite, not an agent store, or undecodable."""
 
 
 class MissingDependencyError(OpenClawCtxError, ImportError):

@@ -1,11 +1,18 @@
-"""OpenClaw session transcripts (JSONL, version 3): reading, import into the store, export from it.
+"""OpenClaw session transcripts (JSONL files, and the host's SQLite agent store): reading, import, export.
 
 :mod:`.jsonl` streams a file into the typed entries of :mod:`.entries`; :mod:`.tree` walks the active
 branch and rebuilds the model context; :mod:`.discover` finds the files of agent directories;
-:mod:`.importer` and :mod:`.export` move them in and out; :mod:`.custom` holds the ``openclaw-ctx/*``
+:mod:`.importer` and :mod:`.export` move them in and out (:mod:`.agent_store` reads the transcripts
+OpenClaw 2026.9 keeps in SQLite); :mod:`.custom` holds the ``openclaw-ctx/*``
 entries that carry the rows a plain transcript cannot.
 """
 
+from openclaw_ctx.transcripts.agent_store import (
+    HostSession,
+    host_session_of,
+    import_host_session,
+    read_host_transcript,
+)
 from openclaw_ctx.transcripts.custom import EntryKind, EntryKinds, core_entry_kinds, load_entry_kinds
 from openclaw_ctx.transcripts.discover import SourceFile, discover
 from openclaw_ctx.transcripts.entries import (
@@ -47,6 +54,7 @@ __all__ = [
     "ExportReport",
     "ExportedFile",
     "FileReport",
+    "HostSession",
     "ImportProgress",
     "ImportReport",
     "LabelEntry",
@@ -65,6 +73,8 @@ __all__ = [
     "core_entry_kinds",
     "discover",
     "export_session",
+    "host_session_of",
+    "import_host_session",
     "import_paths",
     "import_transcript",
     "iter_entries",
@@ -72,5 +82,6 @@ __all__ = [
     "legacy_summary_id",
     "load_entry_kinds",
     "parse_entry",
+    "read_host_transcript",
     "read_transcript",
 ]

@@ -15,6 +15,7 @@ from openclaw_ctx.messages import MAX_SAFE_INTEGER, AgentMessage, parse_message,
 
 __all__ = [
     "ENTRY_TYPES",
+    "NEWEST_READABLE_VERSION",
     "TRANSCRIPT_VERSION",
     "BranchSummaryEntry",
     "CompactionEntry",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 TRANSCRIPT_VERSION = 3
+"""The version export writes: pi's, which every OpenClaw reads."""
+NEWEST_READABLE_VERSION = 4
+"""OpenClaw 2026.9 writes version 4; its entries read as version 3's (it migrates nothing from 3 to 4)."""
 ENTRY_TYPES = (
     "message",
     "compaction",
@@ -294,8 +298,8 @@ def parse_header(obj: dict[str, Any]) -> SessionHeader:
     version = obj.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int):
         raise EntryError(f"session.version: expected an integer, got {version!r}")
-    if version > TRANSCRIPT_VERSION:
-        raise EntryError(f"session.version: {version} is newer than this reader (max {TRANSCRIPT_VERSION})")
+    if version > NEWEST_READABLE_VERSION:
+        raise EntryError(f"session.version: {version} is newer than this reader (max {NEWEST_READABLE_VERSION})")
     return SessionHeader(
         id=_req_str(obj, "id", "session"),
         version=version,

@@ -1,4 +1,4 @@
-"""OpenClaw session transcripts (JSONL, version 3): a streaming reader.
+"""OpenClaw session transcripts (JSONL, versions 1 to 4): a streaming reader.
 
 A transcript file is one header line (``{"type":"session","version":3,"id",...}``) followed by entries
 (:mod:`openclaw_ctx.transcripts.entries`) forming a tree (:mod:`openclaw_ctx.transcripts.tree`).
@@ -42,58 +42,66 @@ refused as one bad line before they reach code (validation, SQLite's JSON functi
 _NO_HEADER = 'missing session header (line 1 must be {"type":"session",…})'
 
 
+def _file_lines(path: str | Path) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        yield from handle
+
+
 def iter_lines(
-    path: str | Path, *, on_bytes: Callable[[int], None] | None = None
+    path: str | Path,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    lines: Iterable[bytes] | None = None,
 ) -> Iterator[tuple[int, str, dict[str, Any] | TranscriptLineError]]:
     """Decode a JSONL file line by line: ``(line_no, raw, object | error)``; blank lines are skipped.
 
     Args:
-        path: the transcript file.
+        path: the transcript file; with `lines`, only the name errors are reported under.
         on_bytes: called with the number of bytes consumed, about every megabyte and at the end.
+        lines: the transcript's lines from somewhere other than a file (OpenClaw's SQLite agent store).
     """
     name = str(path)
     pending = 0
-    with open(path, "rb") as handle:
-        for line_no, data in enumerate(handle, start=1):
-            pending += len(data)
-            if on_bytes is not None and pending >= _PROGRESS_CHUNK:
-                on_bytes(pending)
-                pending = 0
-            data = data.rstrip(b"\r\n")
-            if line_no == 1 and data.startswith(_BOM):
-                data = data[len(_BOM) :]  # editors on Windows write one; it is not part of the JSON
-            if not data.strip():
-                continue
-            try:
-                raw = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                text = data.decode("utf-8", "replace")
-                yield line_no, text, TranscriptLineError(name, line_no, f"not valid UTF-8 (byte {exc.start})", text)
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                yield (
-                    line_no,
-                    raw,
-                    TranscriptLineError(name, line_no, f"not valid JSON ({exc.msg} at char {exc.pos})", raw),
-                )
-                continue
-            except RecursionError:
-                yield line_no, raw, TranscriptLineError(name, line_no, "JSON nested too deeply to read", raw)
-                continue
-            except ValueError as exc:  # e.g. an integer of more digits than Python converts
-                yield line_no, raw, TranscriptLineError(name, line_no, f"not usable JSON ({exc})", raw)
-                continue
-            if (depth := _nesting_depth(obj)) > MAX_NESTING:
-                reason = f"JSON nested {depth} levels deep (at most {MAX_NESTING})"
-                yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
-                continue
-            if not isinstance(obj, dict):
-                reason = f"expected a JSON object, got {type(obj).__name__}"
-                yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
-                continue
-            yield line_no, raw, obj
+    for line_no, data in enumerate(_file_lines(path) if lines is None else lines, start=1):
+        pending += len(data)
+        if on_bytes is not None and pending >= _PROGRESS_CHUNK:
+            on_bytes(pending)
+            pending = 0
+        data = data.rstrip(b"\r\n")
+        if line_no == 1 and data.startswith(_BOM):
+            data = data[len(_BOM) :]  # editors on Windows write one; it is not part of the JSON
+        if not data.strip():
+            continue
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = data.decode("utf-8", "replace")
+            yield line_no, text, TranscriptLineError(name, line_no, f"not valid UTF-8 (byte {exc.start})", text)
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            yield (
+                line_no,
+                raw,
+                TranscriptLineError(name, line_no, f"not valid JSON ({exc.msg} at char {exc.pos})", raw),
+            )
+            continue
+        except RecursionError:
+            yield line_no, raw, TranscriptLineError(name, line_no, "JSON nested too deeply to read", raw)
+            continue
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            yield line_no, raw, TranscriptLineError(name, line_no, f"not usable JSON ({exc})", raw)
+            continue
+        if (depth := _nesting_depth(obj)) > MAX_NESTING:
+            reason = f"JSON nested {depth} levels deep (at most {MAX_NESTING})"
+            yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
+            continue
+        if not isinstance(obj, dict):
+            reason = f"expected a JSON object, got {type(obj).__name__}"
+            yield line_no, raw, TranscriptLineError(name, line_no, reason, raw)
+            continue
+        yield line_no, raw, obj
     if on_bytes is not None and pending:
         on_bytes(pending)
 
@@ -132,7 +140,10 @@ def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, 
 
 
 def iter_entries(
-    path: str | Path, *, on_bytes: Callable[[int], None] | None = None
+    path: str | Path,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    lines: Iterable[bytes] | None = None,
 ) -> Iterator[SessionHeader | Entry | TranscriptLineError]:
     """Stream a transcript: its header, then each entry or line error, in file order (see `iter_lines`)."""
     name = str(path)
@@ -140,7 +151,7 @@ def iter_entries(
     seen: dict[str, int] = {}
     order: list[str] = []
     first = True
-    for line_no, raw, obj in iter_lines(path, on_bytes=on_bytes):
+    for line_no, raw, obj in iter_lines(path, on_bytes=on_bytes, lines=lines):
         if isinstance(obj, TranscriptLineError):
             first = False
             yield obj
@@ -178,16 +189,21 @@ def iter_entries(
         yield entry
 
 
-def read_transcript(path: str | Path, *, on_bytes: Callable[[int], None] | None = None) -> Transcript:
+def read_transcript(
+    path: str | Path,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    lines: Iterable[bytes] | None = None,
+) -> Transcript:
     """Read a whole transcript, line by line; malformed lines are collected in `errors`, never raised.
 
-    `on_bytes` reports reading progress as in :func:`iter_lines`.
+    `on_bytes` reports reading progress and `lines` replaces the file as in :func:`iter_lines`.
 
     Raises:
         OSError: the file cannot be opened.
     """
     transcript = Transcript(path=str(path), header=None, entries=[], errors=[])
-    for item in iter_entries(path, on_bytes=on_bytes):
+    for item in iter_entries(path, on_bytes=on_bytes, lines=lines):
         if isinstance(item, SessionHeader):
             transcript.header = item
         elif isinstance(item, TranscriptLineError):

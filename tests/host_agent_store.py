@@ -1,0 +1,87 @@
+"""Build an OpenClaw 2026.9 agent store (``openclaw-agent.sqlite``) for tests.
+
+The tables are the subset of the real schema (read from a store openclaw 2026.9.6 wrote, schema
+version 23) that the reader touches: ``transcript_events`` exactly as the host declares it but for the
+navigation CHECK, ``session_nodes`` with its key columns, ``schema_meta``. Events of `compress_from`
+bytes or more are stored zstd-compressed, level 1, as the host does from 1 KiB.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+FIXTURE = Path(__file__).parent / "fixtures" / "openclaw-2026.9.6-session.jsonl"
+"""One real gateway turn with a tool call, as openclaw 2026.9.6 stored it (10 events; the cwd rewritten)."""
+
+_SCHEMA = """
+CREATE TABLE schema_meta (
+  meta_key TEXT NOT NULL PRIMARY KEY, role TEXT NOT NULL, schema_version INTEGER NOT NULL,
+  agent_id TEXT, app_version TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE session_nodes (
+  session_key TEXT NOT NULL PRIMARY KEY, current_session_id TEXT NOT NULL, entry_json TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE transcript_events (
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_json TEXT,
+  created_at INTEGER NOT NULL,
+  event_zstd BLOB,
+  event_utf8_bytes INTEGER CHECK (event_utf8_bytes IS NULL OR event_utf8_bytes >= 0),
+  navigation_json TEXT,
+  PRIMARY KEY (session_id, seq),
+  CHECK (
+    (event_json IS NOT NULL AND event_zstd IS NULL)
+    OR (event_json IS NULL AND event_zstd IS NOT NULL AND event_utf8_bytes IS NOT NULL AND navigation_json IS NOT NULL)
+  )
+) STRICT;
+"""
+_NAVIGATION = json.dumps({"version": 1, "report": {"kind": "canonical"}, "navigation": {}, "reset": {}, "model": {}})
+
+
+def fixture_lines() -> list[str]:
+    """The real session's events, one JSON line each."""
+    return FIXTURE.read_text(encoding="utf-8").splitlines()
+
+
+def create_store(path: Path) -> Path:
+    """An empty agent store in WAL mode, as the gateway keeps it."""
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(_SCHEMA)
+    con.execute("INSERT INTO schema_meta VALUES ('primary', 'agent', 23, 'main', '2026.9.6', 0, 0)")
+    con.commit()
+    con.close()
+    return path
+
+
+def add_session(
+    path: Path, session_id: str, key: str, events: Sequence[str | dict[str, Any]], *, compress_from: int = 1024
+) -> None:
+    """Append `events` (JSON lines or objects) to the session, and point `key` at it."""
+    con = sqlite3.connect(path)
+    start = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM transcript_events WHERE session_id = ?", (session_id,))
+    seq = int(start.fetchone()[0])
+    for offset, event in enumerate(events):
+        line = event if isinstance(event, str) else json.dumps(event, ensure_ascii=False)
+        data = line.encode("utf-8")
+        if len(data) >= compress_from:
+            packed = zstandard.ZstdCompressor(level=1).compress(data)
+            row: tuple[Any, ...] = (session_id, seq + offset, None, 0, packed, len(data), _NAVIGATION)
+        else:
+            row = (session_id, seq + offset, line, 0, None, None, None)
+        con.execute("INSERT INTO transcript_events VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+    con.execute(
+        "INSERT INTO session_nodes VALUES (?, ?, '{}', 0)"
+        " ON CONFLICT DO UPDATE SET current_session_id = excluded.current_session_id",
+        (key, session_id),
+    )
+    con.commit()
+    con.close()

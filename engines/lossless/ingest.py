@@ -3,12 +3,15 @@
 The host persists every message itself (whatever engine is active), so these are idempotent on the
 transcript entry id and the provider event key — never on a content hash: a message the host (or a
 replayed turn) already stored is reported ``ingested=False`` and written nowhere. Engine-side ingest
-exists for hosts that do not persist (direct library use). Bootstrap adopts whatever another engine
-(legacy) left in the store: its messages and context items stay as they are.
+exists for hosts that do not persist (direct library use). Bootstrap imports a new session's history
+from the host's SQLite agent store, and adopts whatever another engine (legacy) left in the store:
+its messages and context items stay as they are.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -19,14 +22,23 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from engines.lossless.config import LosslessConfig
 from engines.lossless.large_content import externalise_session
 from openclaw_ctx.contract import AfterTurnParams, BootstrapParams, BootstrapResult, CommitTurnParams
-from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.errors import HostStoreError, MissingDependencyError, NotFoundError
 from openclaw_ctx.messages import AgentMessage, provider_event_key
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.models import ContextItem
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import TokenCounter
+from openclaw_ctx.transcripts import (
+    HostSession,
+    Transcript,
+    host_session_of,
+    import_host_session,
+    read_host_transcript,
+)
 
 __all__ = ["BOOTSTRAP_STATE", "ENGINE_ID", "IngestOutcome", "bootstrap_session", "ingest_messages", "session_key_of"]
+
+_log = logging.getLogger(__name__)
 
 ENGINE_ID = "lossless-claw"
 BOOTSTRAP_STATE = "bootstrap"
@@ -118,13 +130,40 @@ async def commit_turn_messages(
     return "committed", turn
 
 
+async def _host_history(
+    store: Store, config: LosslessConfig, params: BootstrapParams
+) -> tuple[HostSession, Transcript] | str | None:
+    """The host's transcript of a session this store has never seen (read outside any write), a reason
+    it cannot be read, or None when there is nothing to import."""
+    where = host_session_of(params.session_target, params.session_file, params.session_id)
+    if where is None:
+        return None
+    async with store.read() as conn:
+        key = await session_key_of(conn, params.session_id, params.session_key)
+        if config.is_ignored(key) or config.is_stateless(key) or await repo.active_session(conn, key) is not None:
+            return None
+    try:
+        return where, await asyncio.to_thread(read_host_transcript, where)
+    except (HostStoreError, MissingDependencyError) as exc:
+        return str(exc)
+
+
 async def bootstrap_session(store: Store, config: LosslessConfig, params: BootstrapParams) -> BootstrapResult:
     """Adopt the key's existing store state for this engine (once), recording a bootstrap mark.
 
-    Messages, summaries (legacy ones included) and context items written by the host or another
-    engine stay exactly as they are; large content already in the context is externalised.
+    A session this store has never seen whose host keeps its transcript in its SQLite agent store
+    (``sessionTarget.storePath``, or a ``sqlite:`` sessionFile marker) is imported from there first:
+    the history from before this engine, with the host's compactions as legacy summaries. Messages,
+    summaries (legacy ones included) and context items written by the host or another engine stay
+    exactly as they are; large content already in the context is externalised.
     """
     counter: TokenCounter = store.counter
+    history = await _host_history(store, config, params)
+    if isinstance(history, str):
+        # Refusing the turn would quarantine the engine for the whole process: run without the old history.
+        _log.warning("bootstrap: the host's history was not imported: %s", history)
+        return BootstrapResult(bootstrapped=False, reason=f"host history not imported: {history}")
+    imported = 0
     async with store.transaction() as conn:
         key = await session_key_of(conn, params.session_id, params.session_key)
         if config.is_ignored(key):
@@ -135,6 +174,13 @@ async def bootstrap_session(store: Store, config: LosslessConfig, params: Bootst
             return BootstrapResult(bootstrapped=False, reason="already bootstrapped")
         if config.is_stateless(key):
             return BootstrapResult(bootstrapped=False, reason="stateless session: read-only")
+        if existing is None and history is not None:
+            where, transcript = history
+            report = await import_host_session(conn, counter, transcript, where, key)
+            if report.error:
+                return BootstrapResult(bootstrapped=False, reason=f"host history not imported: {report.error}")
+            imported = report.messages_new
+            existing = await repo.active_session(conn, key)
         session = existing or await repo.ensure_session(
             conn, key, session_id=params.session_id, session_file=params.session_file, engine_id=ENGINE_ID
         )
@@ -157,8 +203,11 @@ async def bootstrap_session(store: Store, config: LosslessConfig, params: Bootst
                 "adopted_messages": counts.get("message", 0),
                 "adopted_summaries": counts.get("summary", 0),
                 "externalised": files,
+                "imported_messages": imported,
             },
         )
     adopted = counts.get("message", 0) + counts.get("summary", 0)
     reason = f"adopted {adopted} context items" + (f" from engine {session.engine_id}" if session.engine_id else "")
-    return BootstrapResult(bootstrapped=True, imported_messages=0, reason=reason)
+    if imported:
+        reason = f"imported {imported} messages from the host's transcript; {reason}"
+    return BootstrapResult(bootstrapped=True, imported_messages=imported, reason=reason)

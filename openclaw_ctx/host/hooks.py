@@ -24,6 +24,7 @@ from openclaw_ctx.contract import (
     ContextEngine,
     IngestBatchParams,
     IngestParams,
+    MaintainParams,
     PrepareSubagentSpawnParams,
     SpawnCallback,
     SubagentEndedParams,
@@ -35,6 +36,7 @@ from openclaw_ctx.contract import (
     supports_deferred_compaction,
     supports_dispose,
     supports_ingest_batch,
+    supports_maintain,
     supports_spawning_tools,
     supports_subagent_ended,
     supports_subagent_spawn,
@@ -92,6 +94,29 @@ class EngineHooks:
             return
         await sessions.set_engine_state(engine_id, session.session_key, mark, True)
         self._bootstrapped.add((engine_id, mark))
+
+    async def maintain(self, session: repo.SessionRow) -> None:
+        """``maintain``, as OpenClaw 2026.9 calls it before and after every turn; a failure only warns.
+
+        Compaction debt is not paid here: the runtime pays it in the background after the reply
+        (:meth:`deferred_compaction`), so deferred execution is not allowed.
+        """
+        engine = self._engine
+        if not supports_maintain(engine) or is_quarantined(engine):
+            return
+        try:
+            await engine.maintain(
+                MaintainParams(
+                    session_id=session.session_id,
+                    session_key=session.session_key,
+                    session_file=session.session_file,
+                    reason="turn",
+                    runtime_settings=self._runtime.runtime_settings(),
+                    runtime_context={"allowDeferredCompactionExecution": False},
+                )
+            )
+        except Exception as exc:
+            log.warning("context engine maintain failed for %s: %s", session.session_key, exc)
 
     async def assemble(
         self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage, budget: int

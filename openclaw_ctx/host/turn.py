@@ -120,12 +120,14 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
         key, user, entry_ids, is_heartbeat, started_in=session.session_id, sent=SentPrompts(runtime.store.counter)
     )
     await runtime.hooks.bootstrap_once(session)
+    await runtime.hooks.maintain(session)
     attempt = await _attempts(runtime, turn)
     session = await sessions.active(key)
     stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in, turn.sent.figure)
     persisted = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
     number = persisted.number
     await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, persisted.entry_ids, is_heartbeat)
+    await runtime.hooks.maintain(session)
     auto = await _auto_compact(runtime, key)
     if auto is not None:
         turn.compactions.append(auto)

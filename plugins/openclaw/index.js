@@ -526,6 +526,7 @@ export class ServeClient {
     };
     if (err) rec.error = { message: String(err.message ?? err), code: err.code ?? null };
     if (method === "commitTurn" && wire) rec.params = wire;
+    if (method === "bootstrap") rec.where = { sessionFile: params?.sessionFile, sessionTarget: params?.sessionTarget };
     this._traceLine(rec);
   }
 

@@ -2,6 +2,8 @@
 
 One gateway for the whole module: 3 turns on one key (the second with a tool call; `openclaw-ctx
 serve` is killed between the second and the third), `openclaw sessions compact KEY`, a 4th turn.
+Before the plugin is installed, one turn runs on another key with the host's own engine
+(`openclaw agent --local`); a turn on that key through the plugin then imports it at bootstrap.
 Then: the host did not degrade to legacy, every turn's messages are in our `messages` table exactly
 once (and replaying a recorded commitTurn is a `duplicate` that writes nothing), the compaction rotated
 our session and wrote a summary, the model request after it carried our assembled context, and the
@@ -39,6 +41,10 @@ PROMPTS = [
     "turn three, after serve was killed: PLUM-3",
 ]
 PROMPT_4 = "turn four, after compaction: PLUM-4"
+KEY_BEFORE = "agent:main:before-plugin"
+# Over 1 KiB, so the host stores the event zstd-compressed.
+PROMPT_BEFORE = "before the plugin: PEAR-0 " + "a long pasted paragraph, ünïcödé included. " * 30
+PROMPT_AFTER = "after the plugin: PEAR-1"
 
 
 @dataclass
@@ -54,6 +60,7 @@ class Run:
     requests_before_compact: int = 0
     requests_after_compact: int = 0
     host_logs: str = ""
+    requests_before_history: int = 0
 
     def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
@@ -98,6 +105,8 @@ def run(host_install: HostInstall, tmp_path_factory: pytest.TempPathFactory) -> 
         gw = Gateway(host=host_install, root=tmp / "gw", model_base_url=model.base_url)
         r = Run(gw=gw, model=model, db=tmp / "ctx.db", serve_log=tmp / "serve.log", trace=tmp / "trace.jsonl")
         gw.write_config()
+        before = gw.cli("agent", "--local", "--session-key", KEY_BEFORE, "--message", PROMPT_BEFORE, "--json")
+        assert before.returncode == 0, f"{before.stdout[-3000:]}\n{before.stderr[-3000:]}"
         gw.install_plugin(
             PLUGIN_DIR,
             {
@@ -133,6 +142,11 @@ def run(host_install: HostInstall, tmp_path_factory: pytest.TempPathFactory) -> 
             turn = gw.agent_turn(KEY, PROMPT_4)
             r.turns.append(turn)
             record("e2e: turn 4 (s)", f"{turn.seconds:.1f}")
+            _check(turn, gw)
+            r.requests_before_history = len(model.requests())
+            turn = gw.agent_turn(KEY_BEFORE, PROMPT_AFTER)
+            r.turns.append(turn)
+            record("e2e: first plugin turn on a key with host history (s)", f"{turn.seconds:.1f}")
             _check(turn, gw)
             r.host_logs = gw.host_logs()
         finally:
@@ -243,3 +257,24 @@ def test_the_planted_api_key_is_nowhere_in_our_db_or_logs(run: Run) -> None:
         if f.exists():
             assert key not in f.read_bytes(), f
     assert run.db.exists() and run.serve_log.exists()
+
+
+def test_history_from_before_the_plugin_is_imported_once_at_bootstrap(run: Run) -> None:
+    host_db = run.gw.state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    con = sqlite3.connect(f"file:{host_db}?mode=ro", uri=True)
+    try:
+        assert con.execute("SELECT count(*) FROM transcript_events WHERE event_zstd IS NOT NULL").fetchone()[0] >= 1
+        host_ids = {i for (i,) in con.execute("SELECT event_id FROM transcript_event_identities")}
+    finally:
+        con.close()
+    boots = [t for t in run.trace_records() if t["method"] == "bootstrap" and t.get("session") == KEY_BEFORE]
+    rows = run.sql("SELECT entry_id, role, text FROM messages WHERE session_key = ? ORDER BY seq", KEY_BEFORE)
+    before = [r for r in rows if r[1] == "user" and "PEAR-0" in (r[2] or "")]  # the reply echoes it too
+    assert len(before) == 1, (rows, boots, run.serve_log.read_text()[-3000:])
+    assert before[0][0] in host_ids  # stored under the host's own entry id
+    assert [r[1] for r in rows][:2] == ["user", "assistant"]  # the pre-plugin turn, then ours
+    assert sum(r[1] == "user" and "PEAR-1" in (r[2] or "") for r in rows) == 1
+    assert len({(r[1], r[2]) for r in rows}) == len(rows)  # nothing stored twice
+    [(mark,)] = run.sql("SELECT value_json FROM engine_state WHERE session_key = ? AND name = 'bootstrap'", KEY_BEFORE)
+    assert json.loads(mark)["imported_messages"] >= 2
+    assert boots and all(t["ok"] for t in boots)

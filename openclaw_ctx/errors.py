@@ -14,6 +14,7 @@
     │   ├── SchemaTooNewError           written by a newer openclaw-ctx; never touched
     │   ├── MigrationRequiredError      older schema and auto-upgrade is off
     │   ├── ReadOnlyViolationError      a write statement sent to the read-only SQL surface
+    │   ├── TurnConflictError           a committed turn that contradicts what is stored (names both sides)
     │   └── NotFoundError               no such session / summary / message
     ├── SummarizerError
     │   └── SummarizerAuthError         never produces a summary row
@@ -57,6 +58,7 @@ __all__ = [
     "StoreError",
     "SummarizerAuthError",
     "SummarizerError",
+    "TurnConflictError",
 ]
 
 
@@ -110,6 +112,10 @@ class MigrationRequiredError(StoreError):
 
 class ReadOnlyViolationError(StoreError):
     """A statement that would write was sent through the read-only SQL surface."""
+
+
+class TurnConflictError(StoreError):
+    """A ``commitTurn`` that contradicts what is stored: nothing of it is written, and the host retries it."""
 
 
 class NotFoundError(StoreError):

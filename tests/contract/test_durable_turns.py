@@ -24,6 +24,7 @@ from openclaw_ctx.contract import (
     IngestParams,
     IngestResult,
 )
+from openclaw_ctx.errors import TurnConflictError
 from openclaw_ctx.registry.wrappers import wrap_compat
 from openclaw_ctx.store.store import Store
 
@@ -130,6 +131,46 @@ async def test_the_same_turn_under_a_new_advancement_key_stores_no_message_twice
     repeat = await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1, advancement_key="other")))
     assert repeat.status == "committed"
     assert await rows(store, "SELECT count(*) FROM messages") == [(4,)]
+
+
+def contradicting(case: str) -> dict[str, Any]:
+    turn = host_turn(2)
+    if case == "advancement key of another turn":
+        turn = {**host_turn(2, advancement_key="turn-1")}
+    elif case == "entry id of another role":
+        turn["messages"][0]["__openclaw"] = {"entryId": "a1"}
+    elif case == "anchor of another key":
+        turn["terminal"] = anchor("a2", 11, sessionKey="agent:main:other")
+    elif case == "anchor of another session":
+        turn["admission"] = {**turn["admission"], "sessionId": "s-9"}
+    return turn
+
+
+CONTRADICTIONS = {
+    "advancement key of another turn": "committed with admission entry 'u1', this call names 'u2'",
+    "entry id of another role": (
+        "entry 'a1' is stored on 'agent:main:durable' with role 'assistant', this turn sends it with role 'user'"
+    ),
+    "anchor of another key": "the terminal anchor names session key 'agent:main:other'",
+    "anchor of another session": "the admission anchor names session 's-9', the commit is for 's-1'",
+}
+
+
+@pytest.mark.parametrize("engine_id", list(ENGINES))
+@pytest.mark.parametrize("case", list(CONTRADICTIONS))
+async def test_a_commit_that_contradicts_what_is_stored_is_refused_and_writes_nothing(
+    store: Store, engine_id: str, case: str
+) -> None:
+    engine = wrap_compat(ENGINES[engine_id](store))
+    await engine.commit_turn(CommitTurnParams.model_validate(host_turn(1)))
+    before = await rows(store, "SELECT message_id, entry_id, message_json FROM messages ORDER BY seq")
+    with pytest.raises(TurnConflictError, match=CONTRADICTIONS[case]) as raised:
+        await engine.commit_turn(CommitTurnParams.model_validate(contradicting(case)))
+    assert "nothing was written" in str(raised.value)
+    assert await rows(store, "SELECT message_id, entry_id, message_json FROM messages ORDER BY seq") == before
+    assert await rows(store, "SELECT advancement_key FROM turn_advancements") == [("turn-1",)]
+    # The turn itself, sent as the host sends it, still goes in.
+    assert (await engine.commit_turn(CommitTurnParams.model_validate(host_turn(2)))).status == "committed"
 
 
 async def test_a_commit_and_its_advancement_key_are_one_transaction(store: Store) -> None:

@@ -85,8 +85,21 @@ def test_bad_lines_get_their_error_codes_and_the_process_keeps_answering(spawn: 
     assert raised["error"]["code"] == -32000
     assert raised["error"]["data"] == {"hook": "ingestBatch", "kind": "ValueError"}
     assert "traceback" not in json.dumps(raised).lower()
+    turn = {
+        "advancementKey": "turn-1",
+        "sessionId": "s",
+        "sessionKey": "k",
+        "admission": {"sessionKey": "k", "entryId": "u1", "role": "user"},
+        "terminal": {"sessionKey": "k", "entryId": "a1"},
+        "messages": [user(1), {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "timestamp": 2}],
+    }
+    assert server.result("commitTurn", turn) == {"status": "committed"}
+    contradicting = server.call("commitTurn", {**turn, "terminal": {"sessionKey": "k", "entryId": "a9"}})
+    assert contradicting["error"]["code"] == -32000
+    assert contradicting["error"]["data"] == {"hook": "commitTurn", "kind": "TurnConflictError"}
+    assert "'a1'" in contradicting["error"]["message"] and "'a9'" in contradicting["error"]["message"]
     # Still alive, and the engine is not downgraded by the failure.
-    assert server.result("assemble", {"sessionId": "s", "sessionKey": "k", "messages": []})["messages"] == []
+    assert len(server.result("assemble", {"sessionId": "s", "sessionKey": "k", "messages": []})["messages"]) == 2
     assert server.result("initialize", {"protocolVersion": 1})["engine"]["id"] == "lossless-claw"
     assert server.shutdown() == 0
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in server.raw_stdout)
@@ -154,3 +167,4 @@ def test_eof_on_stdin_finishes_and_exits_zero(spawn: Any) -> None:
     server.proc.stdin.close()
     assert server.response(pending)["result"]["messages"] == [user(2)]
     assert server.wait() == 0
+

@@ -60,7 +60,6 @@ from openclaw_ctx.store.repo.turns import (
     TurnCommit,
     commit_host_turn,
     commit_turn,
-    committed_turn_session,
     turn_key,
     turn_messages,
 )
@@ -105,7 +104,6 @@ __all__ = [
     "commit_host_turn",
     "turn_key",
     "turn_messages",
-    "committed_turn_session",
     "last_turn",
     "prompt_tokens_after",
     "rotate_session",

@@ -614,8 +614,14 @@ export function createEngine(client) {
     engine.prepareSubagentSpawn = async (params) => {
       const result = await client.call("prepareSubagentSpawn", params);
       if (result === null || result === undefined) return undefined;
-      // A function cannot cross JSON: rollback is local (the child session is simply never used).
-      return { ...(typeof result === "object" ? result : {}), rollback: () => {} };
+      // A function cannot cross JSON: serve holds the engine's rollback under rollbackId.
+      const answer = typeof result === "object" ? result : {};
+      const { rollbackId, ...rest } = answer;
+      const childSessionKey = params?.childSessionKey;
+      const rollback = async () => {
+        if (typeof rollbackId === "string") await client.call("rollbackSubagentSpawn", { rollbackId, childSessionKey });
+      };
+      return { ...rest, rollback };
     };
   }
   return engine;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,33 @@ def test_eof_on_stdin_finishes_and_exits_zero(spawn: Any) -> None:
     assert server.response(pending)["result"]["messages"] == [user(2)]
     assert server.wait() == 0
 
+
+def test_a_spawn_rollback_crosses_the_wire_and_revokes_the_childs_grant(spawn: Any) -> None:
+    server = spawn()
+    server.initialize("lossless-claw")
+
+    def grant(child: str) -> dict[str, Any]:
+        con = sqlite3.connect(server.db)
+        try:
+            sql = "SELECT value_json FROM engine_state WHERE session_key = ? AND name = 'grant'"
+            [(raw,)] = con.execute(sql, (child,)).fetchall()
+        finally:
+            con.close()
+        return dict(json.loads(raw))
+
+    spawn_params = {"parentSessionKey": KEY, "childSessionKey": "agent:main:subagent:a", "contextMode": "isolated"}
+    prepared = server.result("prepareSubagentSpawn", spawn_params)
+    assert prepared["prepared"] is True and isinstance(prepared["rollbackId"], str)
+    assert grant("agent:main:subagent:a").get("revoked_at_ms") is None
+    rollback = {"rollbackId": prepared["rollbackId"], "childSessionKey": "agent:main:subagent:a"}
+    assert server.result("rollbackSubagentSpawn", rollback) == {"rolledBack": True}
+    assert grant("agent:main:subagent:a")["revoked_reason"] == "spawn-rollback"
+    assert server.result("rollbackSubagentSpawn", rollback) == {"rolledBack": False}  # once only
+    # A child that ended can no longer be rolled back; its grant stays as the end left it.
+    again = server.result("prepareSubagentSpawn", {**spawn_params, "childSessionKey": "agent:main:subagent:b"})
+    server.result("onSubagentEnded", {"childSessionKey": "agent:main:subagent:b", "reason": "completed"})
+    late = {"rollbackId": again["rollbackId"], "childSessionKey": "agent:main:subagent:b"}
+    assert server.result("rollbackSubagentSpawn", late) == {"rolledBack": False}
+    bad = server.call("rollbackSubagentSpawn", {"childSessionKey": "agent:main:subagent:b"})
+    assert bad["error"]["code"] == -32602 and bad["error"]["data"]["errors"] == ["rollbackId: a string is required"]
+    assert server.shutdown() == 0

@@ -39,6 +39,9 @@ out.assembleFallback = await engine.assemble({ sessionId: "sid-1", sessionKey: "
 try { await engine.maintain({ sessionId: "sid-1", prompt: "fail" }); out.maintainError = null; } catch (e) { out.maintainError = { name: e.name, message: e.message, code: e.code }; }
 out.compact = await engine.compact({ sessionId: "sid-1", sessionKey: "agent:main:k1", runtimeContext });
 out.llmCalls = llmCalls;
+const prepared = await engine.prepareSubagentSpawn({ parentSessionKey: "agent:main:k1", childSessionKey: "agent:main:sub" });
+out.spawnKeys = Object.keys(prepared).filter((k) => k !== "echo" && k !== "params").sort();
+await prepared.rollback();
 
 const ac2 = new AbortController();
 setTimeout(() => ac2.abort(), 150);

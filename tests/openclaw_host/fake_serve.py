@@ -25,6 +25,8 @@ REPLIES: dict[str, dict[str, Any]] = {
     "commitTurn": {"status": "committed"},
     "ingest": {"ingested": True},
     "ingestBatch": {"ingestedCount": 0},
+    "prepareSubagentSpawn": {"prepared": True, "rollbackId": "spawn-7"},
+    "rollbackSubagentSpawn": {"rolledBack": True},
 }
 lock = threading.Lock()
 hanging: set[Any] = set()

@@ -66,6 +66,12 @@ def test_what_cannot_cross_json_is_converted(observed: dict[str, Any]) -> None:
     assert "sk-planted" not in json.dumps(observed["wire"])
 
 
+def test_a_spawn_rollback_is_a_function_that_calls_serve(observed: dict[str, Any]) -> None:
+    assert observed["spawnKeys"] == ["prepared", "rollback"]  # rollbackId stays between plugin and serve
+    [call] = [w for w in observed["wire"] if w.get("method") == "rollbackSubagentSpawn"]
+    assert call["params"] == {"rollbackId": "spawn-7", "childSessionKey": "agent:main:sub"}
+
+
 def test_assemble_error_falls_back_to_the_hosts_messages(observed: dict[str, Any]) -> None:
     assert observed["assembleFallback"]["messages"] == [{"role": "user", "content": "keep me"}]
     assert observed["assembleFallback"]["estimatedTokens"] > 0

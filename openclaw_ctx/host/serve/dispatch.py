@@ -15,9 +15,19 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openclaw_ctx.contract import HOOKS, AbortSignal, CompactResult, ContextEngine, Hook, SubagentSpawnPreparation
+from openclaw_ctx.contract import (
+    HOOKS,
+    AbortSignal,
+    CompactResult,
+    ContextEngine,
+    Hook,
+    PrepareSubagentSpawnParams,
+    SubagentEndedParams,
+    SubagentSpawnPreparation,
+)
 from openclaw_ctx.errors import AbortError
 from openclaw_ctx.host.serve.protocol import CANCELLED, ENGINE_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from openclaw_ctx.host.serve.spawns import SpawnPreparations
 
 __all__ = ["SERVED_HOOKS", "call_hook", "served_hooks", "session_lane", "to_wire_result"]
 
@@ -98,9 +108,17 @@ Before = Callable[[BaseModel], Awaitable[object]]
 
 
 async def call_hook(
-    engine: ContextEngine, wire: str, raw: Any, signal: AbortSignal, before: Before | None = None
+    engine: ContextEngine,
+    wire: str,
+    raw: Any,
+    signal: AbortSignal,
+    before: Before | None = None,
+    spawns: SpawnPreparations | None = None,
 ) -> Any:
     """Validate `raw`, call the engine's hook `wire` (after `before`, given the params) and return its wire result.
+
+    With `spawns`, a spawn preparation is held there and its answer names it (``rollbackId``), and a
+    child's end lets its preparations go.
 
     Raises:
         RpcError: ``-32601`` no such hook (or the engine lacks it), ``-32602`` bad params,
@@ -126,4 +144,9 @@ async def call_hook(
         log.warning("%s failed: %s: %s", wire, type(exc).__name__, exc)
         message = str(exc).strip() or type(exc).__name__
         raise RpcError(ENGINE_ERROR, message, {"hook": wire, "kind": type(exc).__name__}) from None
+    if spawns is not None and isinstance(params, PrepareSubagentSpawnParams | SubagentEndedParams):
+        if isinstance(result, SubagentSpawnPreparation):
+            return {"prepared": True, "rollbackId": spawns.keep(params.child_session_key, result)}
+        if isinstance(params, SubagentEndedParams):
+            spawns.forget_child(params.child_session_key)
     return to_wire_result(result)

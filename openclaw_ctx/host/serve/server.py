@@ -40,6 +40,7 @@ from openclaw_ctx.host.serve.protocol import (
 )
 from openclaw_ctx.host.serve.scrub import drop_secrets
 from openclaw_ctx.host.serve.setup import pick_summarizer, resolve_engine
+from openclaw_ctx.host.serve.spawns import ROLLBACK_METHOD, SpawnPreparations
 from openclaw_ctx.host.serve.transcript import persists_for, record_messages
 from openclaw_ctx.registry import ResolvedEngine
 from openclaw_ctx.store.store import Store
@@ -75,6 +76,7 @@ class Server:
         self._resolved: ResolvedEngine | None = None
         self._summarizer: Summarizer | None = None
         self._closing: asyncio.Task[None] | None = None
+        self._spawns = SpawnPreparations()
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -134,7 +136,7 @@ class Server:
             self._closing = asyncio.create_task(self._shutdown(message))
         elif self._resolved is None:
             raise RpcError(NOT_INITIALIZED, f"{message.method}: initialize must come first")
-        elif message.method not in SERVED_HOOKS:
+        elif message.method not in SERVED_HOOKS and message.method != ROLLBACK_METHOD:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {message.method!r}")
         else:
             self._submit(message)
@@ -192,8 +194,11 @@ class Server:
         started = time.perf_counter()
         try:
             engine = self._resolved.engine
-            before = self._record if persists_for(engine) else None
-            result = await call_hook(engine, message.method, message.params, job.signal, before)
+            if message.method == ROLLBACK_METHOD:
+                result = await self._rollback_spawn(message.params)
+            else:
+                before = self._record if persists_for(engine) else None
+                result = await call_hook(engine, message.method, message.params, job.signal, before, self._spawns)
             line = result_line(message.id, result)
         except RpcError as exc:
             line = error_line(exc, message.id)
@@ -204,6 +209,16 @@ class Server:
         if not message.is_notification:
             self._send(line)
         log.debug("%s answered in %.1f ms", message.method, (time.perf_counter() - started) * 1000)
+
+    async def _rollback_spawn(self, params: Any) -> dict[str, bool]:
+        try:
+            return await self._spawns.rollback(params)
+        except RpcError:
+            raise
+        except Exception as exc:
+            log.warning("%s failed: %s: %s", ROLLBACK_METHOD, type(exc).__name__, exc)
+            data = {"hook": ROLLBACK_METHOD, "kind": type(exc).__name__}
+            raise RpcError(ENGINE_ERROR, str(exc).strip() or type(exc).__name__, data) from None
 
     async def _record(self, params: BaseModel) -> None:
         await record_messages(self._store, params)

@@ -26,6 +26,7 @@ from openclaw_ctx.contract import (
     IngestResult,
 )
 from openclaw_ctx.store import repo
+from openclaw_ctx.transcripts.agent_store import with_host_entry_ids
 
 __all__ = ["LegacyContextEngine", "register"]
 
@@ -63,6 +64,7 @@ class LegacyContextEngine:
         store = self._ctx.store
         if store is None or params.is_heartbeat:
             return CommitTurnResult(status="committed")
+        params = await with_host_entry_ids(params)  # the tool calls and results get their host entry ids
         async with store.transaction() as conn:
             done = await repo.commit_host_turn(conn, params, store.counter, engine_id="legacy")
         return CommitTurnResult(status=done.status)

@@ -2,7 +2,9 @@
 
 The tables are the subset of the real schema (read from a store openclaw 2026.9.6 wrote, schema
 version 23) that the reader touches: ``transcript_events`` exactly as the host declares it but for the
-navigation CHECK, ``session_nodes`` with its key columns, ``schema_meta``. Events of `compress_from`
+navigation CHECK, ``transcript_event_identities`` and ``session_transcript_active_events`` as declared
+(every event on the active path, message positions counting the message events from 0),
+``session_nodes`` with its key columns, ``schema_meta``. Events of `compress_from`
 bytes or more are stored zstd-compressed, level 1, as the host does from 1 KiB.
 """
 
@@ -42,6 +44,19 @@ CREATE TABLE transcript_events (
     OR (event_json IS NULL AND event_zstd IS NOT NULL AND event_utf8_bytes IS NOT NULL AND navigation_json IS NOT NULL)
   )
 ) STRICT;
+CREATE TABLE transcript_event_identities (
+  session_id TEXT NOT NULL, event_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT, parent_id TEXT,
+  message_idempotency_key TEXT, created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, event_id)
+) STRICT;
+CREATE TABLE session_transcript_active_events (
+  session_id TEXT NOT NULL,
+  active_position INTEGER NOT NULL CHECK (active_position >= 0),
+  event_seq INTEGER NOT NULL,
+  message_position INTEGER CHECK (message_position IS NULL OR message_position >= 0),
+  context_eligible INTEGER,
+  PRIMARY KEY (session_id, active_position)
+) STRICT;
 """
 _NAVIGATION = json.dumps({"version": 1, "report": {"kind": "canonical"}, "navigation": {}, "reset": {}, "model": {}})
 
@@ -78,6 +93,21 @@ def add_session(
         else:
             row = (session_id, seq + offset, line, 0, None, None, None)
         con.execute("INSERT INTO transcript_events VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        entry = json.loads(line)
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry.get("type") != "session":
+            con.execute(
+                "INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, NULL, 0)",
+                (session_id, entry["id"], seq + offset, entry.get("type"), entry.get("parentId")),
+            )
+            counts = con.execute(
+                "SELECT count(*), count(message_position) FROM session_transcript_active_events WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            position = counts[1] if entry.get("type") == "message" else None
+            con.execute(
+                "INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, 1)",
+                (session_id, counts[0], seq + offset, position),
+            )
     con.execute(
         "INSERT INTO session_nodes VALUES (?, ?, '{}', 0)"
         " ON CONFLICT DO UPDATE SET current_session_id = excluded.current_session_id",

@@ -34,6 +34,7 @@ from openclaw_ctx.transcripts import (
     host_session_of,
     import_host_session,
     read_host_transcript,
+    with_host_entry_ids,
 )
 
 __all__ = ["BOOTSTRAP_STATE", "ENGINE_ID", "IngestOutcome", "bootstrap_session", "ingest_messages", "session_key_of"]
@@ -111,6 +112,8 @@ async def commit_turn_messages(
     """A host's ``commitTurn`` in one transaction: the turn once per advancement key, large content
     externalised. Returns the status and, for a turn committed now, the ``afterTurn`` to evaluate;
     heartbeats and ignored or stateless sessions store nothing (``committed``, nothing to evaluate)."""
+    if not params.is_heartbeat:
+        params = await with_host_entry_ids(params)  # the tool calls and results get their host entry ids
     async with store.transaction() as conn:
         key = await repo.turn_key(conn, params)
         if params.is_heartbeat or config.is_ignored(key) or config.is_stateless(key):

@@ -12,6 +12,7 @@ from openclaw_ctx.transcripts.agent_store import (
     host_session_of,
     import_host_session,
     read_host_transcript,
+    with_host_entry_ids,
 )
 from openclaw_ctx.transcripts.custom import EntryKind, EntryKinds, core_entry_kinds, load_entry_kinds
 from openclaw_ctx.transcripts.discover import SourceFile, discover
@@ -83,5 +84,6 @@ __all__ = [
     "load_entry_kinds",
     "parse_entry",
     "read_host_transcript",
+    "with_host_entry_ids",
     "read_transcript",
 ]

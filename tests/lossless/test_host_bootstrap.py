@@ -145,3 +145,51 @@ async def test_a_session_the_store_already_holds_is_not_imported_from_the_host(s
 
     assert boot.imported_messages == 0
     assert await stored(store, "SELECT entry_id FROM messages WHERE session_key = :k") == [("ours-1",)]
+
+
+def fixture_turn(host: Path, *, last_position: int = 3) -> CommitTurnParams:
+    """The fixture's own turn (user, tool call, tool result, reply) as the host commits it: only the
+    anchors name entries, by id and by active message position."""
+    events = [json.loads(line) for line in fixture_lines()]
+    messages = [e["message"] for e in events if e.get("type") == "message"]
+
+    def anchor(entry_id: str, position: int) -> dict[str, Any]:
+        where = {"agentId": "main", "sessionId": SID, "sessionKey": KEY, "storePath": str(host)}
+        return {**where, "entryId": entry_id, "activeMessagePosition": position}
+
+    return CommitTurnParams.model_validate(
+        {
+            "advancementKey": "adv-fixture",
+            "admission": {**anchor(HOST_MESSAGE_IDS[0], 0), "role": "user"},
+            "terminal": anchor(HOST_MESSAGE_IDS[-1], last_position),
+            "sessionId": SID,
+            "sessionKey": KEY,
+            "messages": messages,
+        }
+    )
+
+
+@pytest.mark.parametrize("engine_id", ["legacy", "lossless-claw"])
+async def test_a_committed_turns_tool_calls_and_results_get_their_host_entry_ids(
+    store: Store, tmp_path: Path, engine_id: str
+) -> None:
+    from engines.legacy import LegacyContextEngine
+    from openclaw_ctx.contract import EngineContext
+
+    host = create_store(tmp_path / "openclaw-agent.sqlite")
+    add_session(host, SID, KEY, fixture_lines())
+    engine = make_engine(store) if engine_id == "lossless-claw" else LegacyContextEngine(EngineContext(store=store))
+
+    assert (await engine.commit_turn(fixture_turn(host))).status == "committed"
+
+    rows = await stored(store, "SELECT entry_id, role FROM messages WHERE session_key = :k ORDER BY seq")
+    assert rows == list(zip(HOST_MESSAGE_IDS, ["user", "assistant", "toolResult", "assistant"], strict=True))
+
+
+async def test_a_turn_the_host_store_does_not_match_keeps_only_the_anchors_ids(store: Store, tmp_path: Path) -> None:
+    host = create_store(tmp_path / "openclaw-agent.sqlite")
+    add_session(host, SID, KEY, fixture_lines())
+    # The anchors span two message positions but the turn has four messages: no guessing.
+    await make_engine(store).commit_turn(fixture_turn(host, last_position=1))
+    rows = await stored(store, "SELECT entry_id FROM messages WHERE session_key = :k ORDER BY seq")
+    assert rows == [(HOST_MESSAGE_IDS[0],), (None,), (None,), (HOST_MESSAGE_IDS[-1],)]

@@ -278,3 +278,17 @@ def test_history_from_before_the_plugin_is_imported_once_at_bootstrap(run: Run) 
     [(mark,)] = run.sql("SELECT value_json FROM engine_state WHERE session_key = ? AND name = 'bootstrap'", KEY_BEFORE)
     assert json.loads(mark)["imported_messages"] >= 2
     assert boots and all(t["ok"] for t in boots)
+
+
+def test_every_committed_message_carries_its_host_entry_id(run: Run) -> None:
+    # The host names only a turn's first and last entries; the tool call and its result in between
+    # are found in its agent store, so a later import of that store finds every message stored.
+    host_db = run.gw.state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    con = sqlite3.connect(f"file:{host_db}?mode=ro", uri=True)
+    try:
+        host_ids = {i for (i,) in con.execute("SELECT event_id FROM transcript_event_identities")}
+    finally:
+        con.close()
+    rows = run.sql("SELECT role, entry_id FROM messages WHERE session_key = ? ORDER BY seq", KEY)
+    assert "toolResult" in {role for role, _ in rows}
+    assert all(entry_id in host_ids for _, entry_id in rows), rows

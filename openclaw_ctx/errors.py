@@ -5,6 +5,7 @@
     OpenClawCtxError
     ├── ConfigError                     bad openclaw.json, unknown or ill-typed engine config
     ├── InvalidMessageError             a message that is not an AgentMessage (names the field)
+    ├── InvalidSessionKeyError          a new session key that is empty, huge, or holds control characters
     ├── EngineError
     │   ├── EngineNotFoundError         the slot names an engine nobody registered
     │   ├── EngineContractError         a factory returned something that is not a ContextEngine
@@ -45,6 +46,7 @@ __all__ = [
     "HostRequirementError",
     "HostStoreError",
     "InvalidMessageError",
+    "InvalidSessionKeyError",
     "MigrationRequiredError",
     "MissingDependencyError",
     "NotFoundError",
@@ -76,6 +78,10 @@ class ConfigError(OpenClawCtxError):
 
 class InvalidMessageError(OpenClawCtxError, ValueError):
     """A message that does not validate as an AgentMessage; `detail` names the field."""
+
+
+class InvalidSessionKeyError(OpenClawCtxError, ValueError):
+    """A session key that cannot start a session; `detail` says which character or limit."""
 
 
 class EngineError(OpenClawCtxError):

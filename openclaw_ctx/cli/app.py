@@ -22,9 +22,9 @@ from rich.console import Console
 from openclaw_ctx._version import __version__
 from openclaw_ctx.config import OpenClawConfig, default_db_path, load_config
 from openclaw_ctx.errors import OpenClawCtxError
-from openclaw_ctx.store.store import Store
+from openclaw_ctx.store.store import Store, database_path
 
-__all__ = ["CliState", "app", "console", "err_console", "main", "open_store", "run", "state_of"]
+__all__ = ["CliState", "app", "console", "err_console", "known_engine", "main", "open_store", "run", "state_of"]
 
 T = TypeVar("T")
 
@@ -89,11 +89,15 @@ def _version(value: bool) -> None:
 @app.callback()
 def _global(
     ctx: typer.Context,
-    db: Path = typer.Option(
+    # A str, not a Path: Path("postgresql://h/db") folds the "//" and would hide that it is a URL.
+    db: str = typer.Option(
         None,
         "--db",
         envvar="OPENCLAW_CTX_DB",
-        help="SQLite database file \\[default: $OPENCLAW_STATE_DIR/openclaw-ctx.db, ~/.openclaw/openclaw-ctx.db].",
+        help=(
+            "SQLite database file or sqlite:///PATH URL "
+            "\\[default: $OPENCLAW_STATE_DIR/openclaw-ctx.db, ~/.openclaw/openclaw-ctx.db]."
+        ),
         show_default=False,
     ),
     config: Path = typer.Option(
@@ -105,7 +109,25 @@ def _global(
     ),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
-    ctx.obj = CliState(db=db or default_db_path(), config_path=config)
+    ctx.obj = CliState(db=database_path(db) if db else default_db_path(), config_path=config)
+
+
+def known_engine(engine_id: str | None) -> str | None:
+    """Typer callback for ``--engine``: an id no installed engine registers is a usage error.
+
+    The host's registry falls back to legacy for an unknown configured slot, as OpenClaw does; an id
+    typed on the command line is a request, and running legacy instead would silently ignore it.
+    """
+    if engine_id is None:
+        return None
+    from openclaw_ctx.registry import get_registry
+
+    registry = get_registry()
+    registry.ensure_loaded()
+    if registry.get(engine_id) is None:
+        available = ", ".join(e.engine_id for e in registry.list_engines()) or "(none)"
+        raise typer.BadParameter(f"no engine {engine_id!r} is installed; available: {available}")
+    return engine_id
 
 
 def state_of(ctx: typer.Context) -> CliState:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.errors import ContextOverflowError
@@ -24,6 +24,9 @@ from openclaw_ctx.messages import AgentMessage, AssistantMessage, ToolResultMess
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
+
+if TYPE_CHECKING:
+    from openclaw_ctx.transcripts import Transcript
 
 __all__ = ["ReplayReport", "Turn", "replay_transcript", "split_turns"]
 
@@ -61,6 +64,8 @@ class ReplayReport:
     """Turns whose every message the key already stored (a second replay of one file skips them all)."""
     final_context_tokens: int = 0
     """Tokens of the key's active context at the end."""
+    problems: list[str] = field(default_factory=list)
+    """What the replay could not use, as ``file:line: reason``: unreadable lines, a broken parent chain."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form: min/median/max of the per-turn prompt tokens, and the final context."""
@@ -85,6 +90,7 @@ class ReplayReport:
                 "final": self.final_context_tokens,
             },
             "seconds": round(self.seconds, 2),
+            "problems": self.problems,
         }
 
 
@@ -134,6 +140,7 @@ async def replay_transcript(
         if not isinstance(entry, CompactionEntry) and (message := context_message(entry)) is not None
     ]
     turns, entry_of = split_turns(pairs)
+    problems = [str(error) for error in transcript.errors] + _branch_problem(transcript)
     key = session_key or f"replay:{transcript.header.id if transcript.header else Path(path).stem}"
     config = (config or OpenClawConfig()).with_engine(engine)
     summarizer = summarizer or default_summarizer()
@@ -190,7 +197,23 @@ async def replay_transcript(
         seconds=time.perf_counter() - started,
         session_key=key,
         summarizer=summarizer.name,
+        problems=problems,
     )
+
+
+def _branch_problem(transcript: Transcript) -> list[str]:
+    """The entries a broken `parentId` chain leaves off the replayed branch, as one problem line."""
+    broken = transcript.branch_break()
+    if broken is None:
+        return []
+    first, missing = broken
+    cut = sum(1 for entry in transcript.entries if entry.line_no < first.line_no) + sum(
+        1 for error in transcript.errors if error.line_no < first.line_no
+    )
+    return [
+        f"{transcript.path}:{first.line_no}: entry {first.id!r} names parent {missing!r}, which no line holds; "
+        f"the branch replayed starts here, leaving out the {cut:,} entries and lines before it"
+    ]
 
 
 def _already_stored(turn: Turn, entry_of: dict[int, str], stored: set[str]) -> bool:

@@ -203,9 +203,14 @@ class Runtime:
     async def compact(
         self, session_key: str, *, instructions: str | None = None, target: str = "threshold"
     ) -> CompactResult:
-        """`/compact [instructions]`: manual compaction through the active engine."""
+        """`/compact [instructions]`: manual compaction through the active engine.
+
+        Raises:
+            NotFoundError: the key has no session (a typo must not create an empty one).
+        """
         async with self.scheduler.hold(session_key):
-            session = await self.sessions.active(session_key)
+            async with self.store.read() as conn:
+                session = await repo.require_active_session(conn, session_key)
             return await self.hooks.compact(
                 session, trigger="manual", target=target, force=True, instructions=instructions
             )

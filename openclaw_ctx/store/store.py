@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from openclaw_ctx.errors import (
 from openclaw_ctx.store.locks import ProcessLocks
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
-__all__ = ["SchemaState", "Store", "alembic_config", "wrap_db_errors"]
+__all__ = ["SchemaState", "Store", "alembic_config", "database_path", "wrap_db_errors"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -284,8 +285,32 @@ def _refuse_newer(path: str) -> None:
         raise _too_new(path, current[0], head or "?")
 
 
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
+_SQLITE_SCHEMES = ("sqlite", "sqlite+aiosqlite", "sqlite+pysqlite")
+
+
+def database_path(location: str | Path) -> Path:
+    """The SQLite file a ``--db`` value names: a path, or a ``sqlite:///…`` URL.
+
+    Raises:
+        StoreError: another URL scheme (only the password-free scheme is named in the message).
+    """
+    match = _URL.match(str(location)) if isinstance(location, str) else None
+    if match is None:
+        return Path(location).expanduser()
+    scheme, rest = match.groups()
+    if scheme.lower() not in _SQLITE_SCHEMES:
+        raise StoreError(
+            f"{scheme}://… is not a store this version can use: the store is one SQLite file; "
+            "pass its path or a sqlite:///PATH URL"
+        )
+    if not rest.startswith("/") or rest in ("/", "/:memory:"):
+        raise StoreError(f"{scheme}://{rest}: name a database file, as sqlite:///relative.db or sqlite:////abs.db")
+    return Path(rest[1:]).expanduser()
+
+
 def _prepare_path(path: str | Path) -> str:
-    file = Path(path).expanduser()
+    file = database_path(path)
     _check_file(file)
     file.parent.mkdir(parents=True, exist_ok=True)
     return str(file)
@@ -293,10 +318,15 @@ def _prepare_path(path: str | Path) -> str:
 
 def _check_file(file: Path) -> None:
     path = str(file)
-    if not file.exists() or file.stat().st_size == 0:
+    if not file.exists():
         return
     if file.is_dir():
         raise StoreError(f"{path}: is a directory, not a database file")
+    if not file.is_file():
+        # /dev/null, a FIFO, a socket: SQLite would write its journal beside it (`/dev/null-journal`).
+        raise StoreError(f"{path}: not a regular file; the store needs a file it can write a journal beside")
+    if file.stat().st_size == 0:
+        return
     with file.open("rb") as handle:
         header = handle.read(16)
     if header != _SQLITE_MAGIC:

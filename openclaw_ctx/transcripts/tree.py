@@ -75,6 +75,17 @@ class Transcript:
         path.reverse()
         return path
 
+    def branch_break(self, leaf_id: str | None = None) -> tuple[Entry, str] | None:
+        """Where the active branch stops short of the root: its first entry and the parent id no line holds."""
+        path = self.active_branch(leaf_id)
+        if not path:
+            return None
+        missing, seen = path[0].parent_id, set()
+        while missing is not None and missing in self.broken_parents and missing not in seen:
+            seen.add(missing)
+            missing = self.broken_parents[missing]
+        return (path[0], missing) if missing is not None and missing not in self.by_id else None
+
     def context_entries(self, leaf_id: str | None = None) -> list[Entry]:
         """The branch entries that make up model context, in order (buildSessionContext's selection).
 

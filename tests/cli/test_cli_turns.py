@@ -54,4 +54,4 @@ def test_compact_rotates_and_reports(db_path: Path, cli_invoke: Callable[..., Re
 def test_assemble_unknown_key_is_a_clear_error(db_path: Path, cli_invoke: Callable[..., Result]) -> None:
     result = cli_invoke("--db", str(db_path), "assemble", "--key", "nope")
     assert result.exit_code == 1
-    assert "no active session for key 'nope'" in result.stderr
+    assert "no session key 'nope'" in result.stderr

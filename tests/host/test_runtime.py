@@ -36,7 +36,7 @@ from openclaw_ctx.contract import (
 )
 from openclaw_ctx.contract.host import cli_host
 from openclaw_ctx.contract.settings import RuntimeSettings
-from openclaw_ctx.errors import ContextOverflowError, HostRequirementError, ProviderError
+from openclaw_ctx.errors import ContextOverflowError, HostRequirementError, NotFoundError, ProviderError
 from openclaw_ctx.host.runtime import OVERFLOW_MESSAGE, Runtime
 from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from openclaw_ctx.registry import clear_context_engines_for_owner, register_context_engine_for_owner
@@ -328,13 +328,24 @@ async def test_host_requirements_fail_closed_before_any_write(store: Store, plug
 
 async def test_manual_compact_passes_instructions_and_threshold_target(store: Store, plugin: Any) -> None:
     engine_id, engine = plugin()
-    runtime = await Runtime.create(store, config=config_for(engine_id), model=ScriptedModel())
+    runtime = await Runtime.create(store, config=config_for(engine_id), model=ScriptedModel([reply("hi")]))
+    await runtime.run_turn("agent:main:manual", "hello")
     result = await runtime.compact("agent:main:manual", instructions="keep the API names")
     assert result.ok
     params = engine.calls[-1][1]
     assert params.custom_instructions == "keep the API names"
     assert params.compaction_target == "threshold" and params.force and params.force_reason == "manual"
     assert params.runtime_settings is None  # non-owning engines do not get runtimeSettings in compact
+
+
+async def test_manual_compact_of_a_key_never_stored_creates_nothing(store: Store, plugin: Any) -> None:
+    engine_id, engine = plugin()
+    runtime = await Runtime.create(store, config=config_for(engine_id), model=ScriptedModel())
+    with pytest.raises(NotFoundError, match="no session key 'agent:main:typo'"):
+        await runtime.compact("agent:main:typo")
+    assert not [name for name, _ in engine.calls if name == "compact"]
+    async with store.read() as conn:
+        assert await conn.scalar(select(func.count()).select_from(Session)) == 0
 
 
 async def test_compaction_safety_timeout(store: Store, plugin: Any) -> None:
@@ -346,8 +357,9 @@ async def test_compaction_safety_timeout(store: Store, plugin: Any) -> None:
 
     engine.compact = hang  # type: ignore[method-assign]
     runtime = await Runtime.create(
-        store, config=config_for(engine_id), model=ScriptedModel(), compaction_timeout_s=0.05
+        store, config=config_for(engine_id), model=ScriptedModel([reply("hi")]), compaction_timeout_s=0.05
     )
+    await runtime.run_turn("agent:main:hang", "hello")
     result = await runtime.compact("agent:main:hang")
     assert not result.ok and "timed out" in (result.reason or "")
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from openclaw_ctx.errors import InvalidMessageError
 from openclaw_ctx.messages import (
+    MAX_SAFE_INTEGER,
     AssistantMessage,
     ToolResultMessage,
     UserMessage,
@@ -147,7 +148,7 @@ _user = st.builds(
         **extra,
     },
     st.text() | st.lists(_text_block, max_size=3),
-    st.none() | st.integers(min_value=0, max_value=2**53),
+    st.none() | st.integers(min_value=0, max_value=MAX_SAFE_INTEGER),
     _extra_keys,
 )
 _assistant = st.builds(

@@ -23,7 +23,7 @@ import typer
 from rich.markup import escape
 
 from openclaw_ctx import recall
-from openclaw_ctx.cli.app import CliState, console, err_console, open_store, state_of
+from openclaw_ctx.cli.app import CliState, console, err_console, known_engine, open_store, state_of
 from openclaw_ctx.cli.commands.recall import print_expansion, print_grep_hits
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.errors import OpenClawCtxError, ProviderError
@@ -58,7 +58,9 @@ def register(app: typer.Typer) -> None:
 def chat(
     ctx: typer.Context,
     key: str = typer.Option(..., "--key", "-k", help="Session key; the same key continues the conversation."),
-    engine: str = typer.Option(None, "--engine", "-e", help="Override the configured engine slot."),
+    engine: str = typer.Option(
+        None, "--engine", "-e", help="Override the configured engine slot.", callback=known_engine
+    ),
     model: str = typer.Option(
         None,
         "--model",

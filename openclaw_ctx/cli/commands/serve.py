@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import typer
 
-from openclaw_ctx.cli.app import CliState, open_store, run, state_of
+from openclaw_ctx.cli.app import CliState, known_engine, open_store, run, state_of
 
 __all__ = ["register"]
 
@@ -23,7 +23,11 @@ def register(app: typer.Typer) -> None:
 def serve(
     ctx: typer.Context,
     engine: str = typer.Option(
-        None, "--engine", "-e", help="Engine id \\[default: the configured slot; initialize may override it]."
+        None,
+        "--engine",
+        "-e",
+        help="Engine id \\[default: the configured slot; initialize may override it].",
+        callback=known_engine,
     ),
     summarizer: str = typer.Option(
         None,

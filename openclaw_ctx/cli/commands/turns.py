@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from openclaw_ctx._ids import LEGACY_ENGINE_ID
-from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
+from openclaw_ctx.cli.app import CliState, console, err_console, known_engine, open_store, run, state_of
 from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.contract import AssembleParams
 from openclaw_ctx.messages import to_wire
@@ -34,7 +35,11 @@ def replay(
     ctx: typer.Context,
     transcript: Path = typer.Argument(..., exists=True, dir_okay=False, help="OpenClaw JSONL (v3) transcript."),
     engine: str = typer.Option(
-        None, "--engine", "-e", help="Engine to replay with \\[default: the configured slot, else legacy]."
+        None,
+        "--engine",
+        "-e",
+        help="Engine to replay with \\[default: the configured slot, else legacy].",
+        callback=known_engine,
     ),
     budget: int = typer.Option(32_000, "--budget", "-b", min=1_000, help="Context window in tokens."),
     key: str = typer.Option(None, "--key", "-k", help="Session key to replay into \\[default: replay:<session id>]."),
@@ -49,7 +54,26 @@ def replay(
     report: dict[str, Any] = run(_replay(state, transcript, engine, budget, key, quiet=as_json))
     if as_json:
         console.print_json(json.dumps(report))
-        return
+    else:
+        _print_replay(transcript, report)
+    if report["problems"]:
+        _print_problems(report["problems"])
+        raise typer.Exit(1)
+
+
+MAX_PROBLEMS_SHOWN = 20
+
+
+def _print_problems(problems: list[str]) -> None:
+    """A replay that left something out says what, on stderr, and the command exits 1."""
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        err_console.print(f"[bold yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        err_console.print(f"… and {len(problems) - MAX_PROBLEMS_SHOWN:,} more (--json lists them all)")
+    err_console.print(f"[bold red]error:[/] the replay left out {len(problems):,} part(s) of the transcript")
+
+
+def _print_replay(transcript: Path, report: dict[str, Any]) -> None:
     table = Table(title=f"replay of {transcript.name}", show_header=False)
     tokens = report["context_tokens"]
     for label, value in (
@@ -139,7 +163,9 @@ def assemble(
     ctx: typer.Context,
     key: str = typer.Option(..., "--key", "-k", help="Session key."),
     budget: int = typer.Option(128_000, "--budget", "-b", min=1, help="Token budget for the assembled context."),
-    engine: str = typer.Option(None, "--engine", "-e", help="Override the configured engine slot."),
+    engine: str = typer.Option(
+        None, "--engine", "-e", help="Override the configured engine slot.", callback=known_engine
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the assembled messages as JSON."),
 ) -> None:
     """Show what the model would see next turn for a session key."""
@@ -161,7 +187,6 @@ def assemble(
 
 async def _assemble(state: CliState, key: str, budget: int, engine: str | None) -> dict[str, Any]:
     from openclaw_ctx.context import pipeline_messages
-    from openclaw_ctx.errors import NotFoundError
     from openclaw_ctx.store import repo
 
     config = _config(state, engine)
@@ -169,9 +194,7 @@ async def _assemble(state: CliState, key: str, budget: int, engine: str | None) 
     try:
         runtime = await _runtime(store, config, budget)
         async with store.read() as conn:
-            session = await repo.active_session(conn, key)
-            if session is None:
-                raise NotFoundError(f"no active session for key {key!r}")
+            session = await repo.require_active_session(conn, key)
             entries = await repo.load_context(conn, session.session_id)
         history = pipeline_messages(entries)
         result = await runtime.engine.assemble(
@@ -203,7 +226,9 @@ def compact(
     key: str = typer.Option(..., "--key", "-k", help="Session key."),
     instructions: str = typer.Option(None, "--instructions", "-i", help="Custom focus for the summary."),
     budget: int = typer.Option(128_000, "--budget", "-b", min=1_000, help="Context window in tokens."),
-    engine: str = typer.Option(None, "--engine", "-e", help="Override the configured engine slot."),
+    engine: str = typer.Option(
+        None, "--engine", "-e", help="Override the configured engine slot.", callback=known_engine
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the CompactResult as JSON."),
 ) -> None:
     """Compact a session key now (`/compact`), rotating it to a successor session."""

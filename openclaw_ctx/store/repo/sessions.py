@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from openclaw_ctx._ids import new_session_id
+from openclaw_ctx._ids import check_session_key, new_session_id
 from openclaw_ctx._time import utc_now
 from openclaw_ctx.errors import NotFoundError
 from openclaw_ctx.store.models import (
@@ -24,6 +25,7 @@ __all__ = [
     "active_session",
     "ensure_session",
     "get_session",
+    "require_active_session",
     "rotate_session",
     "session_chain",
     "start_fresh_session",
@@ -94,6 +96,27 @@ async def active_session(conn: AsyncConnection, session_key: str) -> SessionRow 
     return SessionRow.from_row(row) if row else None
 
 
+async def require_active_session(conn: AsyncConnection, session_key: str) -> SessionRow:
+    """The active session of a key a user named (`compact --key`, `assemble --key`).
+
+    Raises:
+        NotFoundError: the key was never stored; names the closest stored keys when there are any.
+    """
+    session = await active_session(conn, session_key)
+    if session is not None:
+        return session
+    raise NotFoundError(f"no session key {session_key!r} in this store{await _close_keys(conn, session_key)}")
+
+
+async def _close_keys(conn: AsyncConnection, session_key: str) -> str:
+    # Only on the error path: one pass over the distinct keys, however many there are.
+    keys = (await conn.scalars(select(Session.session_key).distinct())).all()
+    close = difflib.get_close_matches(session_key, keys, n=3, cutoff=0.6)
+    if close:
+        return f"; did you mean {', '.join(repr(k) for k in close)}?"
+    return "; `openclaw-ctx sessions` lists the stored keys" if keys else " (it holds no sessions yet)"
+
+
 async def ensure_session(
     conn: AsyncConnection,
     session_key: str,
@@ -104,10 +127,15 @@ async def ensure_session(
     cwd: str | None = None,
     sessions_dir: str | None = None,
 ) -> SessionRow:
-    """The active session of `session_key`, created if the key has none."""
+    """The active session of `session_key`, created if the key has none.
+
+    Raises:
+        InvalidSessionKeyError: a new key that is empty, too long or holds control characters.
+    """
     existing = await active_session(conn, session_key)
     if existing is not None:
         return existing
+    check_session_key(session_key)
     sid = session_id or new_session_id()
     file = session_file or successor_session_file(None, sid, sessions_dir)
     await conn.execute(

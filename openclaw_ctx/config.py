@@ -174,11 +174,13 @@ def load_config(path: str | Path | None = None) -> OpenClawConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: expected an object at the top level, got {type(data).__name__}")
     try:
-        config = OpenClawConfig.model_validate(data)
+        # Strict, as OpenClaw's own schema is: "yes" is not a boolean and "1000" is not a number.
+        config = OpenClawConfig.model_validate(data, strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{file}: {where}: {first['msg']}") from exc
+        got = repr(first.get("input"))
+        raise ConfigError(f"{file}: {where}: {first['msg']} (got {got[:80]})") from exc
     config.source_path = str(file)
     return config
 

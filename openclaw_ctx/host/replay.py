@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openclaw_ctx.config import OpenClawConfig
-from openclaw_ctx.errors import ContextOverflowError
+from openclaw_ctx.errors import ContextOverflowError, EngineError
 from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.host.scripted import ScriptedModel, ScriptedTools
 from openclaw_ctx.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from openclaw_ctx.registry import list_quarantines
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
@@ -127,7 +128,12 @@ async def replay_transcript(
     summarizer: Summarizer | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayReport:
-    """Replay `path` into `store` with `engine` and a context window of `budget` tokens."""
+    """Replay `path` into `store` with `engine` and a context window of `budget` tokens.
+
+    Raises:
+        EngineError: `engine` cannot run (not installed, disabled, or its factory failed); nothing is written.
+        OSError: the transcript cannot be read.
+    """
     from openclaw_ctx.summarize import default_summarizer
     from openclaw_ctx.transcripts import CompactionEntry, context_message, read_transcript
 
@@ -147,6 +153,13 @@ async def replay_transcript(
     model = ScriptedModel(context_window=budget, name="scripted-replay", counter=store.counter)
     tools = ScriptedTools()
     runtime = await Runtime.create(store, config=config, model=model, tools=tools, summarizer=summarizer)
+    if runtime.resolved.fallback_reason is not None:
+        # A live host falls back to legacy and goes on; a replay measures one engine, so it stops first.
+        await runtime.dispose()
+        why = runtime.resolved.fallback_reason
+        record = next((q for q in list_quarantines() if q.engine_id == engine), None)
+        detail = f"{why}: {record.reason}" if record is not None else why
+        raise EngineError(f"engine {engine!r} cannot run ({detail}); nothing was replayed")
     compactions = failed = skipped = 0
     async with store.read() as conn:
         already = await repo.stored_entry_ids(conn, key, entry_of.values())

@@ -151,3 +151,29 @@ def test_a_key_with_control_characters_is_refused(tmp_path: Path, key: str, code
     assert result.returncode == 1
     assert codepoint in result.stderr
     assert stored_messages(tmp_path / "ctx.db") == 0
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ('{plugins: {entries: {"lossless-claw": {enabled: "yes"}}}}', "plugins.entries.lossless-claw.enabled"),
+        ("{agents: {defaults: {compaction: {reserveTokens: '1000'}}}}", "agents.defaults.compaction.reserveTokens"),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_named(tmp_path: Path, config: str, named: str) -> None:
+    (tmp_path / "openclaw.json").write_text(config, encoding="utf-8")
+    path = write(tmp_path, conversation(2))
+    result = cli(tmp_path, "--config", "openclaw.json", "--db", "ctx.db", "replay", str(path))
+    assert result.returncode == 1
+    assert f"openclaw.json: {named}:" in result.stderr and "(got '" in result.stderr
+    assert not (tmp_path / "ctx.db").exists()
+
+
+def test_replay_with_an_engine_that_cannot_start_runs_nothing_else(tmp_path: Path) -> None:
+    config = '{plugins: {entries: {"lossless-claw": {config: {freshTailCount: "ten"}}}}}'
+    (tmp_path / "openclaw.json").write_text(config, encoding="utf-8")
+    path = write(tmp_path, conversation(2))
+    result = cli(tmp_path, "--config", "openclaw.json", "--db", "ctx.db", "replay", "-e", "lossless-claw", str(path))
+    assert result.returncode == 1
+    assert "engine 'lossless-claw' cannot run" in result.stderr and "freshTailCount" in result.stderr
+    assert stored_messages(tmp_path / "ctx.db") == 0  # not silently replayed on legacy

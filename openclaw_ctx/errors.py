@@ -15,6 +15,7 @@
     │   ├── SchemaTooNewError           written by a newer openclaw-ctx; never touched
     │   ├── MigrationRequiredError      older schema and auto-upgrade is off
     │   ├── ReadOnlyViolationError      a write statement sent to the read-only SQL surface
+    │   ├── ReadOnlyStorageError        a write asked of a store on storage this process cannot write
     │   ├── TurnConflictError           a committed turn that contradicts what is stored (names both sides)
     │   └── NotFoundError               no such session / summary / message
     ├── SummarizerError
@@ -54,6 +55,7 @@ __all__ = [
     "OutputPathError",
     "ProviderError",
     "ProviderErrorKind",
+    "ReadOnlyStorageError",
     "ReadOnlyViolationError",
     "RecallQueryError",
     "SchemaTooNewError",
@@ -118,6 +120,10 @@ class MigrationRequiredError(StoreError):
 
 class ReadOnlyViolationError(StoreError):
     """A statement that would write was sent through the read-only SQL surface."""
+
+
+class ReadOnlyStorageError(StoreError):
+    """A write asked of a store opened from storage this process cannot write."""
 
 
 class TurnConflictError(StoreError):

@@ -303,6 +303,13 @@ async def _finish(
             state.window = []
         window = [repo.ItemRef(kind, ref, tokens) for kind, ref, tokens in state.window]
         after = sum(item.tokens for item in window)
+        if not state.created and session.engine_id == LOSSLESS:
+            # Already a lossless-claw session and nothing to summarise (a finished backfill run again):
+            # a rotation would add a session and change nothing.
+            await repo.set_engine_state(conn, STATE_ENGINE, session.session_key, STATE_NAME, None)
+            report.finished, report.tokens_after, report.successor_session_id = True, after, session.session_id
+            report.notes.append("nothing to do: already on lossless-claw, nothing to summarise; not rotated")
+            return report
         if not state.created:
             # Nothing was summarised (an empty or all-fresh context): a plain rotation, no audit row.
             successor = await repo.rotate_session(conn, session, window, reason=reason, engine_id=LOSSLESS)

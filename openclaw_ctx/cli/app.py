@@ -146,9 +146,17 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise typer.Exit(1) from exc
 
 
-async def open_store(state: CliState, *, upgrade: bool = True) -> Store:
-    """Open the database the global options name."""
-    return await Store.open(state.db, upgrade=upgrade)
+async def open_store(state: CliState, *, upgrade: bool = True, bulk_write: bool = False) -> Store:
+    """Open the database the global options name; `bulk_write` refuses read-only storage and a damaged file first."""
+    store = await Store.open(state.db, upgrade=upgrade)
+    if bulk_write:
+        try:
+            store.require_writable()
+            await store.check_integrity()
+        except BaseException:
+            await store.close()
+            raise
+    return store
 
 
 def _load_commands() -> None:

@@ -7,70 +7,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from alembic import command
-from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from openclaw_ctx.errors import (
-    DatabaseCorruptError,
-    MigrationRequiredError,
-    SchemaTooNewError,
-    StoreError,
+from openclaw_ctx.errors import DatabaseCorruptError, MigrationRequiredError, ReadOnlyStorageError
+from openclaw_ctx.store.files import (
+    BUSY_TIMEOUT_MS,
+    alembic_config,
+    database_path,
+    prepare_path,
+    read_only_url,
+    refuse_newer,
+    revision_known,
+    storage_is_read_only,
+    too_new,
+    wrap_db_errors,
 )
 from openclaw_ctx.store.locks import ProcessLocks
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
-__all__ = ["SchemaState", "Store", "alembic_config", "database_path", "wrap_db_errors"]
+__all__ = ["BUSY_TIMEOUT_MS", "SchemaState", "Store", "alembic_config", "database_path", "wrap_db_errors"]
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-BUSY_TIMEOUT_MS = 30_000
 ANALYSIS_LIMIT = 400  # rows ANALYZE samples per index when close() runs PRAGMA optimize (SQLite's advice)
-
-
-def alembic_config(url: str | None = None) -> Config:
-    """An Alembic config that points at the migrations shipped inside the installed package."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(resources.files("migrations")))
-    if url:
-        cfg.set_main_option("sqlalchemy.url", url)
-    return cfg
-
-
-_STORAGE_FAULTS = (
-    ("database or disk is full", "the disk is full"),
-    ("attempt to write a readonly database", "the database is on read-only storage or not writable"),
-    ("disk I/O error", "the storage failed to read or write"),
-)
-"""Driver messages that mean the storage, not the data, failed, and what to tell the user."""
-
-
-@contextlib.contextmanager
-def wrap_db_errors(path: str) -> Iterator[None]:
-    """Turn driver errors that mean 'this file is not a usable database' into clear StoreErrors."""
-    try:
-        yield
-    except (DBAPIError, sqlite3.DatabaseError) as exc:
-        message = str(getattr(exc, "orig", exc))
-        if "file is not a database" in message or "malformed" in message:
-            raise DatabaseCorruptError(f"{path}: the database is corrupt or not SQLite ({message})") from exc
-        if "unable to open database file" in message:
-            raise StoreError(f"{path}: cannot open the database file ({message})") from exc
-        for needle, meaning in _STORAGE_FAULTS:
-            if needle in message:
-                raise StoreError(f"{path}: {meaning} ({message}); the transaction was rolled back") from exc
-        raise
 
 
 @dataclass(frozen=True)
@@ -95,10 +63,12 @@ class Store:
     the store's write lock and begins ``IMMEDIATE`` so concurrent writers queue instead of failing.
     """
 
-    def __init__(self, engine: AsyncEngine, path: str, counter: TokenCounter) -> None:
+    def __init__(self, engine: AsyncEngine, path: str, counter: TokenCounter, *, read_only: bool = False) -> None:
         self.engine = engine
         self.path = path
         self.counter = counter
+        self.read_only = read_only
+        """The file is on storage this process cannot write: reads work, every write is refused."""
         self._write_lock = asyncio.Lock()
         self.locks = ProcessLocks(path)
         """Cross-process locks: a session key's for a whole turn or compaction, the schema's for upgrades."""
@@ -125,8 +95,13 @@ class Store:
         try:
             state = await store.schema_state()
             if not state.known:
-                raise _too_new(store.path, state.current, state.head)
+                raise too_new(store.path, state.current, state.head)
             if not state.up_to_date:
+                if store.read_only:
+                    raise MigrationRequiredError(
+                        f"{store.path}: schema at {state.current or 'empty'}, code expects {state.head}, and the "
+                        "database is on read-only storage; upgrade it where it can be written"
+                    )
                 if not upgrade:
                     raise MigrationRequiredError(
                         f"{store.path}: schema at {state.current or 'empty'}, code expects {state.head}; "
@@ -155,14 +130,23 @@ class Store:
             DatabaseCorruptError: the file is not SQLite or is damaged.
             SchemaTooNewError: the schema was written by a newer openclaw-ctx (the file is untouched).
         """
-        path = _prepare_path(path)
-        _refuse_newer(path)
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", **(engine_kwargs or {}))
-        _install_connection_hooks(engine)
-        return cls(engine, path, counter or get_counter())
+        path = prepare_path(path)
+        read_only = storage_is_read_only(Path(path))
+        refuse_newer(path, read_only=read_only)
+        # A read-only store is opened by URI (mode=ro, immutable on a read-only mount): SQLite would
+        # otherwise fail to open it at all, wanting to create the -shm file beside it.
+        url = (
+            f"sqlite+aiosqlite:///{read_only_url(Path(path))}&uri=true" if read_only else f"sqlite+aiosqlite:///{path}"
+        )
+        engine = create_async_engine(url, **(engine_kwargs or {}))
+        _install_connection_hooks(engine, read_only=read_only)
+        return cls(engine, path, counter or get_counter(), read_only=read_only)
 
     async def close(self) -> None:
         """Dispose of the engine (running a bounded ``PRAGMA optimize`` first)."""
+        if self.read_only:
+            await self.engine.dispose()
+            return
         with contextlib.suppress(SQLAlchemyError):
             async with self.engine.connect() as conn:
                 # Without a limit, optimize may ANALYZE whole indexes: on a 560 MB store that read
@@ -190,7 +174,7 @@ class Store:
                     text("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'")
                 )
                 current = await conn.scalar(text("SELECT version_num FROM alembic_version")) if has_table else None
-        known = current is None or _revision_known(script, current)
+        known = current is None or revision_known(script, current)
         return SchemaState(current=current, head=head, known=known)
 
     async def upgrade(self, revision: str = "head") -> None:
@@ -207,6 +191,7 @@ class Store:
             cfg.attributes["connection"] = sync_conn
             action(cfg)
 
+        self.require_writable()
         # The schema lock makes concurrent first opens take turns: the later ones find the schema at
         # head and have nothing left to do, instead of failing with "database is locked".
         # BEGIN IMMEDIATE takes the write lock before Alembic's first read: a deferred transaction that
@@ -227,6 +212,7 @@ class Store:
         The commit is shielded from caller cancellation: once the block has finished, a cancelled
         caller cannot leave a half-committed write.
         """
+        self.require_writable()
         async with self._write_lock:
             with wrap_db_errors(self.path):
                 conn = await self.engine.connect()
@@ -242,6 +228,32 @@ class Store:
                 finally:
                     await asyncio.shield(conn.close())
 
+    async def check_integrity(self) -> None:
+        """Refuse a bulk write into a damaged file: ``PRAGMA quick_check``, its first problems named.
+
+        It reads the whole file (about a second per few hundred MB), so commands that write a whole
+        history (replay, import, migrate, backfill) run it first; a turn does not.
+
+        Raises:
+            DatabaseCorruptError: the check found damage; nothing was written.
+        """
+        async with self.read() as conn:
+            damage = [str(row[0]) for row in await conn.exec_driver_sql("PRAGMA quick_check(5)")]
+        if damage != ["ok"]:
+            found = "; ".join(" ".join(line.split()) for line in damage)
+            raise DatabaseCorruptError(
+                f"{self.path}: the database fails its integrity check ({found}); nothing was written. "
+                f"Keep a copy, then restore a backup or rebuild it with `sqlite3 {self.path} .recover`"
+            )
+
+    def require_writable(self) -> None:
+        """Raise ReadOnlyStorageError when the store was opened from storage this process cannot write."""
+        if self.read_only:
+            raise ReadOnlyStorageError(
+                f"{self.path}: the database is on read-only storage (or not writable by this user); "
+                "reading works, this command writes and nothing was written"
+            )
+
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read transaction: one consistent snapshot for the block."""
@@ -250,91 +262,19 @@ class Store:
                 yield conn
 
 
-def _revision_known(script: ScriptDirectory, revision: str) -> bool:
-    try:
-        return script.get_revision(revision) is not None
-    except Exception:
-        return False
-
-
-def _too_new(path: str, current: str | None, head: str) -> SchemaTooNewError:
-    return SchemaTooNewError(
-        f"{path}: schema revision {current} is newer than this openclaw-ctx "
-        f"(head {head}); upgrade openclaw-ctx, the database was not touched"
-    )
-
-
-def _refuse_newer(path: str) -> None:
-    """Read the revision over a read-only connection: the WAL pragma must not run on a file we refuse."""
-    file = Path(path)
-    if not file.exists() or file.stat().st_size == 0:
-        return
-    with (
-        wrap_db_errors(path),
-        contextlib.closing(
-            sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        ) as db,
-    ):
-        found = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'").fetchone()
-        current = db.execute("SELECT version_num FROM alembic_version").fetchone() if found else None
-    if current is None:
-        return
-    script = ScriptDirectory.from_config(alembic_config())
-    if not _revision_known(script, current[0]):
-        head = script.get_current_head()
-        raise _too_new(path, current[0], head or "?")
-
-
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.DOTALL)
-_SQLITE_SCHEMES = ("sqlite", "sqlite+aiosqlite", "sqlite+pysqlite")
-
-
-def database_path(location: str | Path) -> Path:
-    """The SQLite file a ``--db`` value names: a path, or a ``sqlite:///…`` URL.
-
-    Raises:
-        StoreError: another URL scheme (only the password-free scheme is named in the message).
-    """
-    match = _URL.match(str(location)) if isinstance(location, str) else None
-    if match is None:
-        return Path(location).expanduser()
-    scheme, rest = match.groups()
-    if scheme.lower() not in _SQLITE_SCHEMES:
-        raise StoreError(
-            f"{scheme}://… is not a store this version can use: the store is one SQLite file; "
-            "pass its path or a sqlite:///PATH URL"
-        )
-    if not rest.startswith("/") or rest in ("/", "/:memory:"):
-        raise StoreError(f"{scheme}://{rest}: name a database file, as sqlite:///relative.db or sqlite:////abs.db")
-    return Path(rest[1:]).expanduser()
-
-
-def _prepare_path(path: str | Path) -> str:
-    file = database_path(path)
-    _check_file(file)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    return str(file)
-
-
-def _check_file(file: Path) -> None:
-    path = str(file)
-    if not file.exists():
-        return
-    if file.is_dir():
-        raise StoreError(f"{path}: is a directory, not a database file")
-    if not file.is_file():
-        # /dev/null, a FIFO, a socket: SQLite would write its journal beside it (`/dev/null-journal`).
-        raise StoreError(f"{path}: not a regular file; the store needs a file it can write a journal beside")
-    if file.stat().st_size == 0:
-        return
-    with file.open("rb") as handle:
-        header = handle.read(16)
-    if header != _SQLITE_MAGIC:
-        raise DatabaseCorruptError(f"{path}: not an SQLite database (header {header[:16]!r})")
-
-
-def _install_connection_hooks(engine: AsyncEngine) -> None:
+def _install_connection_hooks(engine: AsyncEngine, *, read_only: bool) -> None:
     sync_engine = engine.sync_engine
+    # journal_mode and synchronous would write (or fail) on storage that cannot be written.
+    pragmas = (
+        (f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}", "PRAGMA query_only=ON", "PRAGMA foreign_keys=ON")
+        if read_only
+        else (
+            f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA synchronous=NORMAL",
+            "PRAGMA foreign_keys=ON",
+        )
+    )
 
     @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -342,10 +282,7 @@ def _install_connection_hooks(engine: AsyncEngine) -> None:
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         for pragma in (
-            f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA synchronous=NORMAL",
-            "PRAGMA foreign_keys=ON",
+            *pragmas,
             "PRAGMA cache_size=-65536",
             "PRAGMA temp_store=MEMORY",
             "PRAGMA mmap_size=268435456",

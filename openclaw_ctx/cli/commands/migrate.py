@@ -106,7 +106,7 @@ async def _each_key(
     """Run `work` for one key or every selected key; with --all a failing key is reported and skipped."""
     if not state.db.exists():
         raise StoreError(f"{state.db}: no database file")
-    store = await open_store(state)
+    store = await open_store(state, bulk_write=True)
     try:
         target = await _target(state, store, engine_id)
         keys = [key] if key is not None else await select(store, target)
@@ -291,6 +291,8 @@ def _backfill_table(done: list[AdoptionReport]) -> Table:
     for d in done:
         tokens = f"{d.tokens_before:,} → {d.tokens_after:,}" if d.tokens_after is not None else f"{d.tokens_before:,}"
         status = f"done: session {str(d.successor_session_id)[:8]}" if d.finished else "; ".join(d.notes)
+        if d.finished and d.successor_session_id == d.source_session_id:
+            status = "nothing: already on lossless-claw, nothing to summarise"
         if d.resumed:
             status = "resumed; " + status
         depth = "" if d.max_depth is None else str(d.max_depth)

@@ -61,7 +61,7 @@ def import_command(
 
 
 async def _import(state: CliState, paths: list[Path], *, show_progress: bool) -> ImportReport:
-    store = await open_store(state)
+    store = await open_store(state, bulk_write=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -129,7 +129,7 @@ async def _replay(
 ) -> dict[str, Any]:
     from openclaw_ctx.host.replay import replay_transcript
 
-    store = await open_store(state)
+    store = await open_store(state, bulk_write=True)
     try:
         with Progress(
             TextColumn("replaying"),

@@ -41,20 +41,41 @@ def guard_output(path: Path, *, force: bool = False, protected: Iterable[Path] =
             raise OutputPathError(f"refusing to write {path}: it is the open database file {guarded}")
     if path.is_dir():
         raise OutputPathError(f"refusing to write {path}: it is a directory; name a file")
+    if path.exists() and not path.is_file():
+        # A rename onto /dev/full or a FIFO would replace the device node itself.
+        raise OutputPathError(f"refusing to write {path}: it is not a regular file (a device, FIFO or socket)")
     if (path.exists() or path.is_symlink()) and not force:
         raise OutputPathError(f"{path} already exists; pass --force to replace it")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and one rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `text` to `path` through a temporary file in the same directory and one rename.
+
+    Raises:
+        OutputPathError: the directory cannot be made or the file cannot be written (disk full,
+            read-only storage, a file where a directory should be); `path` is as it was before.
+    """
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        why = exc.strerror or str(exc)
+        if isinstance(exc, FileExistsError | NotADirectoryError):
+            why = f"{exc.filename or path.parent} is not a directory"
+        raise OutputPathError(f"cannot write {path}: {why}; nothing was replaced") from exc
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         raise
+
+
+def _discard(tmp: Path) -> None:
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass  # the directory itself was never made, or storage refuses even the unlink

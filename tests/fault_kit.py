@@ -46,13 +46,12 @@ def cli(db: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProce
     )
 
 
-def popen(db: Path, *args: str) -> subprocess.Popen[str]:
+def popen(db: Path, *args: str) -> subprocess.Popen[bytes]:
     """Start the real CLI on `db` (to be killed)."""
     return subprocess.Popen(
         [sys.executable, "-m", "openclaw_ctx", "--db", str(db), *args],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=subprocess.DEVNULL,
         env={**os.environ, "COLUMNS": "200"},
     )
 

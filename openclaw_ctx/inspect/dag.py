@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.errors import RecallQueryError
 from openclaw_ctx.store import ReadSource, reading
+from openclaw_ctx.store.repo import HOST_ROTATION_REASON
 
 __all__ = ["FORMATS", "Problem", "deep_check", "export", "load_dag", "validate"]
 
@@ -58,7 +59,10 @@ _MESSAGE_EDGES = text(
 _MESSAGES = text(
     "SELECT message_id, session_id, seq, role, token_count, on_active_branch FROM messages WHERE session_key = :k"
 )
-_SESSIONS = text("SELECT session_id, status FROM sessions WHERE session_key = :k ORDER BY created_at, session_id")
+_SESSIONS = text(
+    "SELECT session_id, status, parent_session_id, rotation_reason FROM sessions WHERE session_key = :k "
+    "ORDER BY created_at, session_id"
+)
 _CONTEXT = text(
     "SELECT ci.session_id, ci.ordinal, ci.item_type, ci.message_id, ci.summary_id, "
     "m.session_key AS message_key, s.session_key AS summary_key, "
@@ -123,6 +127,7 @@ async def _load(conn: AsyncConnection, key: str, include_messages: bool) -> tupl
     )
     contexts = list(await conn.execute(_CONTEXT, {"k": key}))
     graph.graph["current_session_id"] = current
+    graph.graph["parents"] = {s.session_id: (s.parent_session_id, s.rotation_reason) for s in sessions}
     graph.graph["context"] = [
         _msg(c.message_id) if c.item_type == "message" else c.summary_id for c in contexts if c.session_id == current
     ]
@@ -211,6 +216,7 @@ def _check_coverage(graph: nx.DiGraph[str], key: str) -> list[Problem]:
         if node in graph and not node.startswith("msg_"):
             reachable.add(node)
             reachable |= nx.descendants(graph, node)
+    lineage = _lineage(graph)
     problems = []
     for node, data in graph.nodes(data=True):
         # An imported transcript's abandoned branches are kept but were never in any context.
@@ -219,6 +225,8 @@ def _check_coverage(graph: nx.DiGraph[str], key: str) -> list[Problem]:
         covers = [p for p in graph.predecessors(node) if graph.nodes[p].get("kind") in ("leaf", "legacy")]
         if len(covers) > 1:
             problems.append(Problem("covered_twice", key, node, "covered by " + ", ".join(sorted(covers))))
+        if data.get("session_id") not in lineage:
+            continue  # an earlier life of the key (before /new, /reset, a host rotation): history, not context
         if not covers and node not in raw:
             problems.append(Problem("uncovered", key, node, "neither summarized nor raw in the current context"))
         elif node not in reachable:
@@ -230,6 +238,24 @@ def _check_coverage(graph: nx.DiGraph[str], key: str) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _lineage(graph: nx.DiGraph[str]) -> set[str]:
+    """The sessions whose messages the current context must still reach: the current one and its ancestors.
+
+    The walk stops at a fresh start (`/new`, `/reset`: no parent) and at an imported OpenClaw rotation:
+    what the model sees there is what OpenClaw rebuilds from the successor's transcript, which may leave
+    out messages of its predecessor. Those are history (stored, searchable, exported), not context, and
+    no rotation of ours dropped them.
+    """
+    parents: dict[str, tuple[str | None, str | None]] = graph.graph.get("parents", {})
+    session: str | None = graph.graph.get("current_session_id")
+    out: set[str] = set()
+    while session is not None and session not in out:
+        out.add(session)
+        parent, reason = parents.get(session, (None, None))
+        session = None if reason == HOST_ROTATION_REASON else parent
+    return out
 
 
 def _check_context(graph: nx.DiGraph[str], key: str, contexts: list[Any]) -> list[Problem]:

@@ -13,7 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx._ids import LEGACY_ENGINE_ID
 from openclaw_ctx.store.models import ContextItem, Session, Summary, TranscriptEntry
-from openclaw_ctx.store.repo import AppendResult, NewMessage, SessionRow, append_messages, get_session
+from openclaw_ctx.store.repo import (
+    HOST_ROTATION_REASON,
+    AppendResult,
+    NewMessage,
+    SessionRow,
+    append_messages,
+    get_session,
+)
 from openclaw_ctx.store.restore import (
     RestoredItem,
     RestoredSession,
@@ -76,7 +83,7 @@ async def session_for(conn: AsyncConnection, source: SourceFile, report: FileRep
         session_key=source.session_key or f"file:{header.id}",
         session_file=str(source.path),
         parent_session_id=parent,
-        rotation_reason="openclaw-transcript-rotation" if parent else None,
+        rotation_reason=HOST_ROTATION_REASON if parent else None,
         status="archived",
         engine_id=LEGACY_ENGINE_ID,
         cwd=header.cwd,

@@ -40,6 +40,7 @@ from openclaw_ctx.store.repo.messages import (
     stored_entry_ids,
 )
 from openclaw_ctx.store.repo.sessions import (
+    HOST_ROTATION_REASON,
     SessionRow,
     active_session,
     ensure_session,
@@ -66,6 +67,7 @@ from openclaw_ctx.store.repo.turns import (
 )
 
 __all__ = [
+    "HOST_ROTATION_REASON",
     "discard_unpublished_summaries",
     "set_message_item_tokens",
     "AppendResult",

@@ -21,6 +21,7 @@ from openclaw_ctx.store.models import (
 from openclaw_ctx.store.repo.context import ItemRef
 
 __all__ = [
+    "HOST_ROTATION_REASON",
     "SessionRow",
     "active_session",
     "ensure_session",
@@ -31,6 +32,9 @@ __all__ = [
     "start_fresh_session",
     "successor_session_file",
 ]
+
+HOST_ROTATION_REASON = "openclaw-transcript-rotation"
+"""`rotation_reason` of a successor imported from an OpenClaw transcript whose header names its `parentSession`."""
 
 
 def successor_session_file(previous: str | None, session_id: str, directory: str | None = None) -> str:

@@ -109,6 +109,7 @@ async def _check_database(report: DoctorReport, path: Path) -> Store | None:
         async with store.read() as conn:
             mode = await conn.scalar(text("PRAGMA journal_mode"))
             damage = [str(r[0]) for r in await conn.execute(text("PRAGMA quick_check(5)"))]
+            tables = await conn.scalar(text("SELECT count(*) FROM sqlite_master WHERE type = 'table'"))
     except OpenClawCtxError as exc:
         await store.engine.dispose()
         report.add("database", "fail", exc.detail)
@@ -118,6 +119,9 @@ async def _check_database(report: DoctorReport, path: Path) -> Store | None:
     report.add("database", "ok" if ok else "fail", str(path) if ok else f"{path}: damaged: {'; '.join(damage)}")
     if state.up_to_date:
         report.add("schema", "ok", f"revision {state.current} (head)")
+    elif state.current is None and not tables:
+        # A first open that was interrupted (or never wrote): nothing is stored, the next write migrates.
+        report.add("schema", "warn", "empty database (no tables yet): the first write creates the schema")
     else:
         report.add(
             "schema", "fail", f"revision {state.current or 'empty'}, head {state.head}: run `openclaw-ctx db upgrade`"

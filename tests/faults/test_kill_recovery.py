@@ -116,3 +116,16 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, name: str
         figures["recovered"] += 1
     record(f"kill -9: {name}", **figures)
     assert figures["kills"] >= 1 or KILLS == 0, f"{name}: every run finished before its kill ({duration:.2f}s)"
+
+
+def test_a_first_open_killed_before_its_schema_commits_leaves_an_empty_file_the_next_run_migrates(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ctx.db"
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")  # what a connection leaves before the migration commits
+    doctor = cli(db, "doctor")
+    assert doctor.returncode == 0 and "empty database" in doctor.stdout, doctor.stdout
+    transcript = write_transcript(tmp_path / "t.jsonl", messages=6, words=10, seed=9)
+    assert cli(db, "import", str(transcript)).returncode == 0
+    assert "revision" in cli(db, "doctor").stdout and message_fingerprint(db)

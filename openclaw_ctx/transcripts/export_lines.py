@@ -32,7 +32,8 @@ from openclaw_ctx.transcripts.custom import (
     context_data,
     summary_data,
 )
-from openclaw_ctx.transcripts.entries import TRANSCRIPT_VERSION
+from openclaw_ctx.transcripts.entries import TRANSCRIPT_VERSION, CompactionEntry
+from openclaw_ctx.transcripts.jsonl import read_transcript
 from openclaw_ctx.transcripts.legacy_summaries import IMPORT_SUMMARIZER
 
 __all__ = ["dumps", "session_lines"]
@@ -256,9 +257,27 @@ async def _summary_lines(
 async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
     """For a lossless projection, an lcm-context entry with its context items (unless the last one says the same)."""
     context = await context_data(conn, session, _entry_id)
+    if context is None and session.status == "rotated":
+        # A rotated session keeps the context it had when it rotated, while its file ends with the
+        # compaction that rotated it (as OpenClaw's files do): import would rebuild the view after it.
+        context = await context_data(conn, session, _entry_id, always=True)
+        if context is not None and _shape(context) == _file_view(session, out.lines):
+            context = None
     if context is not None and context != out.context:
         updated = await conn.scalar(select(Session.updated_at).where(Session.session_id == session.session_id))
         out.add_custom(CONTEXT_TYPE, context, updated or session.created_at, f"{session.session_id}\0{dumps(context)}")
+
+
+def _shape(context: dict[str, Any]) -> list[str | None]:
+    """Context items as entry ids, None for a summary."""
+    return [None if item.get("summaryId") else item.get("entryId") for item in context.get("items", [])]
+
+
+def _file_view(session: SessionRow, lines: list[str]) -> list[str | None]:
+    """What import rebuilds from these lines (buildSessionContext), in the shape of :func:`_shape`."""
+    header = dumps({"type": "session", "version": 3, "id": session.session_id, "timestamp": session.created_at})
+    transcript = read_transcript(session.session_id, lines=(line.encode() for line in [header, *lines]))
+    return [None if isinstance(e, CompactionEntry) else e.id for e in transcript.context_entries()]
 
 
 async def session_lines(

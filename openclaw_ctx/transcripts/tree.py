@@ -90,8 +90,9 @@ class Transcript:
         """The branch entries that make up model context, in order (buildSessionContext's selection).
 
         With a compaction on the branch: the latest compaction entry first, then the entries from its
-        `firstKeptEntryId` up to it, then everything after it. Only entries for which
-        :func:`context_message` returns a message are included (besides the compaction itself).
+        `firstKeptEntryId` up to it, then everything after it; older compactions in that range are left
+        out. Only entries for which :func:`context_message` returns a message are included (besides the
+        compaction itself).
         """
         path = self.active_branch(leaf_id)
         at = max((i for i, e in enumerate(path) if isinstance(e, CompactionEntry)), default=-1)
@@ -101,7 +102,10 @@ class Transcript:
         assert isinstance(compaction, CompactionEntry)
         ids = [e.id for e in path[:at]]
         kept = path[ids.index(compaction.first_kept_entry_id) : at] if compaction.first_kept_entry_id in ids else []
-        return [compaction, *(e for e in [*kept, *path[at + 1 :]] if context_message(e) is not None)]
+        # Only the newest compaction speaks: older ones inside the kept slice are not re-emitted
+        # (OpenClaw's buildSessionContext takes messages, custom messages and branch summaries there).
+        rest = [*kept, *path[at + 1 :]]
+        return [compaction, *(e for e in rest if not isinstance(e, CompactionEntry) and context_message(e) is not None)]
 
     def session_context(self, leaf_id: str | None = None) -> SessionContext:
         """Messages, thinking level and model the way OpenClaw's buildSessionContext derives them."""

@@ -1,9 +1,10 @@
 """``openclaw-ctx/lcm-context``: a session's context projection, when it is not buildSessionContext's.
 
 ``data`` is ``{engineId, items}``, the session's `context_items` in order, each ``{ordinal, entryId |
-summaryId, tokenCount}``; written last, for a session of lossless-claw or one whose context holds a
-DAG node. The last one on the active branch is the session's projection; without one, import falls
-back to buildSessionContext.
+summaryId, tokenCount}``; written last, for a session of lossless-claw, one whose context holds a
+DAG node, or one whose file would otherwise rebuild another context (a rotated session). The last
+one on the active branch is the session's projection; without one, import falls back to
+buildSessionContext.
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ class ContextData(EntryData):
         return self
 
 
-async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: EntryIdOf) -> dict[str, Any] | None:
-    """The lcm-context ``data`` of a session whose projection is lossless-claw's, else None.
+async def context_data(
+    conn: AsyncConnection, session: SessionRow, entry_id_of: EntryIdOf, *, always: bool = False
+) -> dict[str, Any] | None:
+    """The lcm-context ``data`` of a session whose projection is lossless-claw's (or any, with `always`), else None.
 
     That is a session of the lossless engine, or one whose context holds a leaf or condensed node.
     """
@@ -90,7 +93,7 @@ async def context_data(conn: AsyncConnection, session: SessionRow, entry_id_of: 
             .order_by(ContextItem.ordinal)
         )
     ).all()
-    if session.engine_id != LOSSLESS_ENGINE_ID and not any(r.kind in _DAG_KINDS for r in rows):
+    if not always and session.engine_id != LOSSLESS_ENGINE_ID and not any(r.kind in _DAG_KINDS for r in rows):
         return None
     items = [
         ContextItemData.model_construct(

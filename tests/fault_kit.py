@@ -122,39 +122,33 @@ def _can_mount() -> str | None:
 
 
 @contextlib.contextmanager
-def tmpfs(path: Path, size: str) -> Iterator[Path]:
-    """A real tmpfs of `size` mounted at `path` (the full-disk tests fill it)."""
+def _mounted(target: Path, *mount_args: str, then: tuple[str, ...] = ()) -> Iterator[Path]:
+    """`mount *mount_args target` (and `mount *then target`) for the block; skipped where it cannot mount."""
     reason = _can_mount()
     if reason:
         pytest.skip(reason)
-    path.mkdir(parents=True, exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
     try:
-        _mount("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path))
+        _mount(*mount_args, str(target))
     except subprocess.CalledProcessError as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc.stderr.strip()}")
+        pytest.skip(f"cannot mount {' '.join(mount_args)} here: {exc.stderr.strip()}")
     try:
-        yield path
+        if then:
+            _mount(*then, str(target))
+        yield target
     finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def tmpfs(path: Path, size: str) -> contextlib.AbstractContextManager[Path]:
+    """A real tmpfs of `size` mounted at `path` (the full-disk tests fill it)."""
+    return _mounted(path, "-t", "tmpfs", "-o", f"size={size}", "tmpfs")
 
 
 def resize(path: Path, size: str) -> None:
     _mount("-o", f"remount,size={size}", str(path))
 
 
-@contextlib.contextmanager
-def read_only_view(source: Path, view: Path) -> Iterator[Path]:
+def read_only_view(source: Path, view: Path) -> contextlib.AbstractContextManager[Path]:
     """`source` bind-mounted read-only at `view`: the kernel refuses every write, root's included."""
-    reason = _can_mount()
-    if reason:
-        pytest.skip(reason)
-    view.mkdir(parents=True, exist_ok=True)
-    try:
-        _mount("--bind", str(source), str(view))
-    except subprocess.CalledProcessError as exc:
-        pytest.skip(f"cannot bind-mount here: {exc.stderr.strip()}")
-    try:
-        _mount("-o", "remount,bind,ro", str(view))
-        yield view
-    finally:
-        subprocess.run(["umount", "-l", str(view)], check=False)
+    return _mounted(view, "--bind", str(source), then=("-o", "remount,bind,ro"))

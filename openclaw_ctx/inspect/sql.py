@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openclaw_ctx.errors import AbortError, DatabaseCorruptError, ReadOnlyViolationError, StoreError
-from openclaw_ctx.store.files import read_only_url, storage_is_read_only
+from openclaw_ctx.store.files import read_only_url
 
 __all__ = [
     "ALLOWED_FUNCTIONS",
@@ -220,8 +220,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise StoreError(f"{path}: no database file")
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, not a database file")
-    uri = read_only_url(path) if storage_is_read_only(path) else f"{path.resolve().as_uri()}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    conn = sqlite3.connect(read_only_url(path), uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA query_only=ON")
     except sqlite3.DatabaseError as exc:

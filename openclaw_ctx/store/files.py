@@ -86,15 +86,14 @@ def too_new(path: str, current: str | None, head: str) -> SchemaTooNewError:
     )
 
 
-def refuse_newer(path: str, *, read_only: bool = False) -> None:
+def refuse_newer(path: str) -> None:
     """Read the revision over a read-only connection: the WAL pragma must not run on a file we refuse."""
     file = Path(path)
     if not file.exists() or file.stat().st_size == 0:
         return
-    uri = read_only_url(file) if read_only else f"{file.resolve().as_uri()}?mode=ro"
     with (
         wrap_db_errors(path),
-        contextlib.closing(sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)) as db,
+        contextlib.closing(sqlite3.connect(read_only_url(file), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)) as db,
     ):
         found = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'").fetchone()
         current = db.execute("SELECT version_num FROM alembic_version").fetchone() if found else None
@@ -114,14 +113,20 @@ def storage_is_read_only(file: Path) -> bool:
     if not file.exists():
         return False
     directory = file.resolve().parent
-    with contextlib.suppress(OSError):
-        if os.statvfs(directory).f_flag & os.ST_RDONLY:
-            return True
+    if _on_read_only_mount(directory):
+        return True
     return not (os.access(file, os.W_OK) and os.access(directory, os.W_OK))
 
 
+def _on_read_only_mount(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def read_only_url(file: Path) -> str:
-    """An SQLite URI that reads `file` without writing anything beside it.
+    """An SQLite URI that reads `file` without writing anything beside it (``mode=ro``).
 
     On a read-only mount with no ``-wal`` file beside the database (it was closed cleanly), SQLite
     cannot create the ``-shm`` index WAL readers need, so the file is opened ``immutable``: nothing can
@@ -130,10 +135,7 @@ def read_only_url(file: Path) -> str:
     resolved = file.resolve()
     uri = "file:" + quote(str(resolved)) + "?mode=ro"
     wal = resolved.with_name(resolved.name + "-wal")
-    mount_read_only = False
-    with contextlib.suppress(OSError):
-        mount_read_only = bool(os.statvfs(resolved.parent).f_flag & os.ST_RDONLY)
-    if mount_read_only and (not wal.exists() or wal.stat().st_size == 0):
+    if _on_read_only_mount(resolved.parent) and (not wal.exists() or wal.stat().st_size == 0):
         uri += "&immutable=1"
     return uri
 

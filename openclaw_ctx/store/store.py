@@ -132,7 +132,7 @@ class Store:
         """
         path = prepare_path(path)
         read_only = storage_is_read_only(Path(path))
-        refuse_newer(path, read_only=read_only)
+        refuse_newer(path)
         # A read-only store is opened by URI (mode=ro, immutable on a read-only mount): SQLite would
         # otherwise fail to open it at all, wanting to create the -shm file beside it.
         url = (

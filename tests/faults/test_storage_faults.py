@@ -30,6 +30,16 @@ pytestmark = pytest.mark.slow
 BUDGET = "4000"
 
 
+def _bulk_writes(transcript: Path) -> list[list[str]]:
+    """The commands that write a whole history into key `k`'s store (each refuses a store it must not write)."""
+    return [
+        ["replay", str(transcript), "--key", "k2"],
+        ["import", str(transcript)],
+        ["migrate", "--key", "k", "--to", "lossless-claw"],
+        ["backfill", "--key", "k"],
+    ]
+
+
 def _checked(category: str, result_ok: bool, traceback_free: bool) -> None:
     record(category, runs=1, consistent=int(result_ok), tracebacks=int(not traceback_free))
 
@@ -115,12 +125,7 @@ def test_read_only_storage_reads_everything_and_refuses_writes(tmp_path: Path) -
             result = cli(ro, *args)
             assert result.returncode == 0 and no_traceback(result), (args, result.stderr)
             assert expect in result.stdout, (args, result.stdout)
-        for args in (
-            ["replay", str(transcript), "--key", "k2"],
-            ["import", str(transcript)],
-            ["migrate", "--key", "k", "--to", "lossless-claw"],
-            ["backfill", "--key", "k"],
-        ):
+        for args in _bulk_writes(transcript):
             result = cli(ro, *args)
             assert result.returncode == 1 and no_traceback(result), (args, result.stderr)
             assert "read-only storage" in result.stderr and "nothing was written" in result.stderr, result.stderr
@@ -144,12 +149,7 @@ def test_a_store_that_fails_its_integrity_check_refuses_bulk_writes(tmp_path: Pa
     assert cli(db, "replay", str(transcript), "--key", "k", "--budget", BUDGET).returncode == 0
     _corrupt_a_middle_page(db)
     damaged = file_digest(db)
-    for args in (
-        ["replay", str(transcript), "--key", "k2"],
-        ["import", str(transcript)],
-        ["migrate", "--key", "k", "--to", "lossless-claw"],
-        ["backfill", "--key", "k"],
-    ):
+    for args in _bulk_writes(transcript):
         result = cli(db, *args)
         assert result.returncode == 1 and no_traceback(result), (args, result.stderr)
         assert "fails its integrity check" in result.stderr and "nothing was written" in result.stderr, result.stderr

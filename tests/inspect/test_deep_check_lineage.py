@@ -8,13 +8,11 @@ own rotation dropped is still reported.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fault_kit import cli
 
 pytestmark = pytest.mark.slow
 
@@ -39,18 +37,6 @@ def _write(path: Path, session_id: str, entries: list[dict[str, object]], parent
         header["parentSession"] = str(parent_file)
     path.write_text("\n".join(json.dumps(e) for e in [header, *entries]) + "\n", encoding="utf-8")
     return path
-
-
-def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "openclaw_ctx", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "COLUMNS": "400"},
-        cwd=db.parent,
-    )
 
 
 def test_a_successor_holding_only_its_own_messages_imports_clean(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "ImageContent",
     "MessageListAdapter",
     "ROLES",
+    "StopReason",
     "TextContent",
     "ThinkingContent",
     "ToolCall",
@@ -73,6 +74,21 @@ class _Wire(BaseModel):
         for name in self._always_emit:
             self.__pydantic_fields_set__.add(name)
         return self
+
+
+class _Content(_Wire):
+    """A message with `content`: pi reads ``content: null`` (old writers, aborted turns) as no blocks."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_content_is_empty(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "content" in data and data["content"] is None:
+            return {**data, "content": []}
+        return data
+
+
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
+"""Why a reply ended; `pending` and `deferred` mark a turn pi 1.6 left open (a tool call waiting on the user)."""
 
 
 class TextContent(_Wire):
@@ -151,7 +167,7 @@ AssistantBlock = Annotated[TextContent | ThinkingContent | ToolCall, Field(discr
 ContentBlock = TextContent | ThinkingContent | ImageContent | ToolCall
 
 
-class UserMessage(_Wire):
+class UserMessage(_Content):
     """A user turn; content is a plain string or text/image blocks."""
 
     role: Literal["user"] = "user"
@@ -160,7 +176,7 @@ class UserMessage(_Wire):
     _always_emit = ("role",)
 
 
-class AssistantMessage(_Wire):
+class AssistantMessage(_Content):
     """A model reply: text, thinking and tool calls."""
 
     role: Literal["assistant"] = "assistant"
@@ -169,7 +185,7 @@ class AssistantMessage(_Wire):
     provider: str | None = None
     model: str | None = None
     usage: Usage | None = None
-    stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
+    stop_reason: StopReason | None = None
     error_message: str | None = None
     timestamp: EpochMillis | None = None
     response_id: str | None = None
@@ -177,7 +193,7 @@ class AssistantMessage(_Wire):
     _always_emit = ("role",)
 
 
-class ToolResultMessage(_Wire):
+class ToolResultMessage(_Content):
     """The result of one tool call; `details` is UI-only and never reaches a model or summarizer."""
 
     role: Literal["toolResult"] = "toolResult"
@@ -205,7 +221,7 @@ class BashExecutionMessage(_Wire):
     _always_emit = ("role",)
 
 
-class CustomMessage(_Wire):
+class CustomMessage(_Content):
     """Extension-injected content that is part of the model context."""
 
     role: Literal["custom"] = "custom"

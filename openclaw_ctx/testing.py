@@ -11,10 +11,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from openclaw_ctx.host.scripted import ScriptedModel, ScriptedTools
-from openclaw_ctx.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage, UserMessage
+from openclaw_ctx.messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from openclaw_ctx.summarize import SummaryOutput, SummaryRequest
 
 __all__ = [
@@ -28,8 +36,6 @@ __all__ = [
     "tool_use",
     "user",
 ]
-
-StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
 def user(text: str = "hi", *, timestamp: int | None = None) -> UserMessage:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from openclaw_ctx.contract.model import ToolSpec
 from openclaw_ctx.messages import (
@@ -28,6 +28,7 @@ from openclaw_ctx.messages import (
     CompactionSummaryMessage,
     CustomMessage,
     ImageContent,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 Wire = dict[str, Any]
-StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 _IMAGES_MARKER = "Images from tool result "
 _OPENAI_STOP: dict[str, StopReason] = {
     "stop": "stop",

@@ -26,6 +26,7 @@ __all__ = [
     "LabelEntry",
     "MessageEntry",
     "ModelChangeEntry",
+    "ResetEntry",
     "SessionHeader",
     "SessionInfoEntry",
     "ThinkingLevelChangeEntry",
@@ -42,6 +43,7 @@ NEWEST_READABLE_VERSION = 4
 ENTRY_TYPES = (
     "message",
     "compaction",
+    "reset",
     "branch_summary",
     "custom",
     "custom_message",
@@ -124,6 +126,18 @@ class CompactionEntry(Entry):
 
 
 @dataclass(kw_only=True)
+class ResetEntry(Entry):
+    """`reset` (OpenClaw 2026.9, `/new` and `/reset`): a context boundary without a summary.
+
+    Context restarts after it; with `first_kept_entry_id` the user and assistant messages (and the tool
+    results paired with them) from that entry up to the reset stay in context.
+    """
+
+    first_kept_entry_id: str | None
+    reason: str | None
+
+
+@dataclass(kw_only=True)
 class BranchSummaryEntry(Entry):
     """`branch_summary`: summary of a branch the conversation came back from (in context)."""
 
@@ -183,7 +197,7 @@ class SessionInfoEntry(Entry):
 
 @dataclass(kw_only=True)
 class UnknownEntry(Entry):
-    """An entry type this code does not know; kept raw."""
+    """An entry this code does not interpret (a kind it does not know, a `system` message); kept raw."""
 
 
 class EntryError(ValueError):
@@ -214,6 +228,9 @@ def _opt_bool(obj: dict[str, Any], key: str, where: str) -> bool | None:
 def _typed_fields(kind: str, obj: dict[str, Any]) -> tuple[type[Entry], dict[str, Any]]:
     where = kind
     if kind == "message":
+        if isinstance(obj.get("message"), dict) and obj["message"].get("role") == "system":
+            # OpenClaw keeps system messages in the transcript but never sends them to a model.
+            return UnknownEntry, {}
         try:
             message = parse_message(obj.get("message"), where="message")
         except InvalidMessageError as exc:
@@ -229,6 +246,11 @@ def _typed_fields(kind: str, obj: dict[str, Any]) -> tuple[type[Entry], dict[str
             "tokens_before": tokens,
             "details": obj.get("details"),
             "from_hook": _opt_bool(obj, "fromHook", where),
+        }
+    if kind == "reset":
+        return ResetEntry, {
+            "first_kept_entry_id": _opt_str(obj, "firstKeptEntryId", where),
+            "reason": _opt_str(obj, "reason", where),
         }
     if kind == "branch_summary":
         return BranchSummaryEntry, {

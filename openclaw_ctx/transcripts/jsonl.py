@@ -125,18 +125,20 @@ def _nesting_depth(value: object) -> int:
     return deepest
 
 
-def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, order: list[str]) -> None:
+def _legacy_upgrade(obj: dict[str, Any], line_no: int, previous_id: str | None, by_index: list[str | None]) -> None:
     # v1 files had no tree fields and v2 called custom messages "hookMessage"; upgrade in place like pi does.
     if "id" not in obj:
         obj["id"] = f"{line_no:08x}"
         obj.setdefault("parentId", previous_id)
     if obj.get("type") == "compaction" and "firstKeptEntryId" not in obj:
+        # The index counts the file's records with the header at 0 (pi's migrateToCurrentVersion).
         index = obj.get("firstKeptEntryIndex")
-        if isinstance(index, int) and 0 <= index < len(order):
-            obj["firstKeptEntryId"] = order[index]
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(by_index) and by_index[index]:
+            obj["firstKeptEntryId"] = by_index[index]
     message = obj.get("message")
     if isinstance(message, dict) and message.get("role") == "hookMessage":
         message["role"] = "custom"
+        message["customType"] = message.get("customType") or "hook"
 
 
 def iter_entries(
@@ -150,6 +152,7 @@ def iter_entries(
     header: SessionHeader | None = None
     seen: dict[str, int] = {}
     order: list[str] = []
+    by_index: list[str | None] = []  # every record's id, the header at 0: what a v1 firstKeptEntryIndex counts
     first = True
     for line_no, raw, obj in iter_lines(path, on_bytes=on_bytes, lines=lines):
         if isinstance(obj, TranscriptLineError):
@@ -164,12 +167,14 @@ def iter_entries(
                 except EntryError as exc:
                     yield TranscriptLineError(name, line_no, str(exc), raw)
                     continue
+                by_index.append(None)
                 yield header
                 continue
             yield TranscriptLineError(name, line_no, _NO_HEADER, raw)
         if header is not None and header.version < TRANSCRIPT_VERSION:
-            _legacy_upgrade(obj, line_no, order[-1] if order else None, order)
+            _legacy_upgrade(obj, line_no, order[-1] if order else None, by_index)
         entry_id, parent = obj.get("id"), obj.get("parentId")
+        by_index.append(entry_id if isinstance(entry_id, str) else None)
         ids = (entry_id if isinstance(entry_id, str) else None, parent if isinstance(parent, str) else None)
         try:
             if obj.get("type") == "session":
@@ -208,8 +213,6 @@ def read_transcript(
             transcript.header = item
         elif isinstance(item, TranscriptLineError):
             transcript.errors.append(item)
-            if item.entry_id is not None and item.entry_id not in transcript.by_id:
-                transcript.broken_parents.setdefault(item.entry_id, item.parent_id)
         else:
             transcript.entries.append(item)
             transcript.by_id[item.id] = item

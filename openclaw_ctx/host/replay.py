@@ -27,7 +27,7 @@ from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize.base import Summarizer
 
 if TYPE_CHECKING:
-    from openclaw_ctx.transcripts import Transcript
+    pass
 
 __all__ = ["ReplayReport", "Turn", "replay_transcript", "split_turns"]
 
@@ -146,7 +146,7 @@ async def replay_transcript(
         if not isinstance(entry, CompactionEntry) and (message := context_message(entry)) is not None
     ]
     turns, entry_of = split_turns(pairs)
-    problems = [str(error) for error in transcript.errors] + _branch_problem(transcript)
+    problems = [str(error) for error in transcript.errors]
     key = session_key or f"replay:{transcript.header.id if transcript.header else Path(path).stem}"
     config = (config or OpenClawConfig()).with_engine(engine)
     summarizer = summarizer or default_summarizer()
@@ -212,21 +212,6 @@ async def replay_transcript(
         summarizer=summarizer.name,
         problems=problems,
     )
-
-
-def _branch_problem(transcript: Transcript) -> list[str]:
-    """The entries a broken `parentId` chain leaves off the replayed branch, as one problem line."""
-    broken = transcript.branch_break()
-    if broken is None:
-        return []
-    first, missing = broken
-    cut = sum(1 for entry in transcript.entries if entry.line_no < first.line_no) + sum(
-        1 for error in transcript.errors if error.line_no < first.line_no
-    )
-    return [
-        f"{transcript.path}:{first.line_no}: entry {first.id!r} names parent {missing!r}, which no line holds; "
-        f"the branch replayed starts here, leaving out the {cut:,} entries and lines before it"
-    ]
 
 
 def _already_stored(turn: Turn, entry_of: dict[int, str], stored: set[str]) -> bool:

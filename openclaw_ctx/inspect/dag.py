@@ -56,8 +56,18 @@ _MESSAGE_EDGES = text(
     "FROM summaries AS s CROSS JOIN summary_messages AS sm ON sm.summary_id = s.summary_id "
     "LEFT JOIN messages AS m ON m.message_id = sm.message_id WHERE s.session_key = :k"
 )
+# Out of context by OpenClaw's own rules, not lost: a message before the last `reset` on an imported
+# transcript's branch (path order is file order), or one marked excludeFromContext.
 _MESSAGES = text(
-    "SELECT message_id, session_id, seq, role, token_count, on_active_branch FROM messages WHERE session_key = :k"
+    "WITH resets AS (SELECT session_id, max(line_no) AS line_no FROM transcript_entries "
+    "WHERE entry_type = 'reset' AND on_active_branch = 1 "
+    "AND session_id IN (SELECT session_id FROM sessions WHERE session_key = :k) GROUP BY session_id) "
+    "SELECT m.message_id, m.session_id, m.seq, m.role, m.token_count, m.on_active_branch, "
+    "coalesce(te.line_no < r.line_no, 0) AS before_reset, "
+    "coalesce(json_extract(m.message_json, '$.excludeFromContext') IS 1, 0) AS excluded "
+    "FROM messages AS m LEFT JOIN resets AS r ON r.session_id = m.session_id "
+    "LEFT JOIN transcript_entries AS te ON r.line_no IS NOT NULL AND te.session_id = m.session_id "
+    "AND te.entry_id = m.entry_id WHERE m.session_key = :k"
 )
 _SESSIONS = text(
     "SELECT session_id, status, parent_session_id, rotation_reason FROM sessions WHERE session_key = :k "
@@ -115,6 +125,7 @@ async def _load(conn: AsyncConnection, key: str, include_messages: bool) -> tupl
                 tokens=r.token_count,
                 session_id=r.session_id,
                 off_branch=not r.on_active_branch or None,
+                out_of_context=bool(r.before_reset or r.excluded) or None,
             )
     for r in await conn.execute(_MESSAGE_EDGES, {"k": key}):
         node = _msg(r.message_id)
@@ -225,7 +236,7 @@ def _check_coverage(graph: nx.DiGraph[str], key: str) -> list[Problem]:
         covers = [p for p in graph.predecessors(node) if graph.nodes[p].get("kind") in ("leaf", "legacy")]
         if len(covers) > 1:
             problems.append(Problem("covered_twice", key, node, "covered by " + ", ".join(sorted(covers))))
-        if data.get("session_id") not in lineage:
+        if data.get("session_id") not in lineage or data.get("out_of_context"):
             continue  # an earlier life of the key (before /new, /reset, a host rotation): history, not context
         if not covers and node not in raw:
             problems.append(Problem("uncovered", key, node, "neither summarized nor raw in the current context"))

@@ -168,10 +168,12 @@ async def import_transcript(
     nodes = found.of(SUMMARY_KIND)
     planned = {d.compaction_entry_id: d.summary_id for _, d in nodes if d.compaction_entry_id is not None}
     _, early = await write_legacy_summaries(
-        conn, counter, session, path, ids, planned, hold=frozenset(planned.values())
+        conn, counter, session, path, ids, planned, hold=frozenset(planned.values()), kept_from=t.first_kept
     )
     restored = await restore_summaries(scope, nodes)
-    summaries, legacy = await write_legacy_summaries(conn, counter, session, path, ids, restored.by_compaction)
+    summaries, legacy = await write_legacy_summaries(
+        conn, counter, session, path, ids, restored.by_compaction, kept_from=t.first_kept
+    )
     report.summaries_new = len(restored.created) + early + legacy
     await _restore_kinds(scope, found, kinds, "summaries")
     projection = await resolve_context(scope, found.of(CONTEXT_KIND))

@@ -9,7 +9,7 @@ that summary instead.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -54,12 +54,14 @@ async def write_legacy_summaries(
     by_compaction: Mapping[str, str],
     *,
     hold: frozenset[str] = frozenset(),
+    kept_from: Callable[[CompactionEntry], str | None] = lambda entry: entry.first_kept_entry_id,
 ) -> tuple[dict[str, str], int]:
     """A legacy summary per compaction on the branch; returns entry id → summary id and the count created.
 
     `by_compaction` names the restored summaries compaction entries stand for (their audit rows travel
     as compaction-record entries). Ids in `hold` (summaries still to be restored) are not built, nor is
-    any legacy summary chained after one; a later call builds those.
+    any legacy summary chained after one; a later call builds those. `kept_from` gives the entry a
+    compaction keeps from (the transcript's, which moves one naming an opaque record as OpenClaw does).
     """
     compactions = [(i, e) for i, e in enumerate(path) if isinstance(e, CompactionEntry)]
     wanted = {e.id: by_compaction.get(e.id) or legacy_summary_id(session.session_key, e.id) for _, e in compactions}
@@ -71,7 +73,7 @@ async def write_legacy_summaries(
     pending: set[str] = set()
     for index, entry in compactions:
         assert isinstance(entry, CompactionEntry)
-        end = min(position.get(entry.first_kept_entry_id or "", index), index)
+        end = min(position.get(kept_from(entry) or "", index), index)
         summary_id = wanted[entry.id]
         if summary_id not in existing:
             if summary_id in hold or previous in pending:

@@ -117,28 +117,27 @@ class Navigation:
     by_id: dict[str, NavNode] = field(default_factory=dict)
     leaf: str | None = None
 
-    def path(self, leaf: str | None = None) -> tuple[list[NavNode], str | None]:
+    def path(self, leaf: str | None = None) -> list[NavNode]:
         """Nodes from the root to `leaf` (default: the final leaf), leaf records left out.
 
-        Also returns the parent id at which the walk stopped because no record holds it (None when the
-        path reaches a root). A cycle gives an empty path, as upstream.
+        The walk stops at a parent no record holds (only a first entry can name one: later ones hang
+        under the leaf); a cycle gives an empty path, as upstream.
         """
         current = self.leaf if leaf is None else leaf
         path: list[NavNode] = []
         seen: set[str] = set()
         while current is not None:
             if current in seen:
-                return [], None
+                return []
             seen.add(current)
             node = self.by_id.get(current)
             if node is None:
-                path.reverse()
-                return path, current
+                break
             if not node.is_leaf_control:
                 path.append(node)
             current = node.parent
         path.reverse()
-        return path, None
+        return path
 
 
 def _resolve_through_controls(parent: str | None, by_id: Mapping[str, NavNode]) -> str | None:

@@ -99,23 +99,14 @@ class Transcript:
         node = self.navigation().by_id.get(entry_id)
         return node.parent if node is not None else None
 
-    def _path(self, leaf_id: str | None) -> tuple[list[Entry], str | None]:
-        nodes, missing = self.navigation().path(leaf_id)
-        return [self.by_id[n.id] for n in nodes if n.id in self.by_id], missing
-
     def active_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """Entries from the root to the leaf (default: navigation's leaf), along the resolved parents."""
-        return self._path(leaf_id)[0]
-
-    def branch_break(self, leaf_id: str | None = None) -> tuple[Entry, str] | None:
-        """Where the active branch stops short of a root: its first entry and the parent id no line holds."""
-        path, missing = self._path(leaf_id)
-        return (path[0], missing) if path and missing is not None else None
+        return [self.by_id[n.id] for n in self.navigation().path(leaf_id) if n.id in self.by_id]
 
     def first_kept(self, boundary: CompactionEntry | ResetEntry) -> str | None:
         """A boundary's `firstKeptEntryId`, moved off an opaque record the way OpenClaw moves it."""
         if self._first_kept is None:
-            nodes, _ = self.navigation().path()
+            nodes = self.navigation().path()
             written = {
                 e.id: e.first_kept_entry_id for e in self.by_id.values() if isinstance(e, CompactionEntry | ResetEntry)
             }

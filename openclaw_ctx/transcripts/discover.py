@@ -1,5 +1,11 @@
 """Finding the transcripts to import: files, `sessions/` directories, agent directories, an `agents/` root.
 
+Inside a directory every file is read by OpenClaw's naming rules (:mod:`.artifacts`): live transcripts
+and the archives `/reset`, `/new` and deletion leave import as sessions; a backup or compaction
+checkpoint is left out, with a note, when the transcript it copies is there (else it is the only copy
+and imports); trajectory sidecars are left out with a note. A directory without transcripts is
+searched below (a folder of exported agent directories, an OpenClaw state directory).
+
 Session keys come from `sessions.json` when a whole agent directory is imported (a successor's
 ancestors inherit the key). A file whose header names a `parentSession` is linked to that parent, and
 parents are imported before their successors.
@@ -17,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.transcripts.artifacts import Artifact, classify
 from openclaw_ctx.transcripts.entries import SessionHeader, TranscriptLineError
 from openclaw_ctx.transcripts.jsonl import iter_entries
 
@@ -41,13 +48,39 @@ class SourceFile:
         return self.path.stat().st_size
 
 
-def _session_dirs(root: Path) -> list[Path]:
-    if (root / "sessions.json").is_file() or any(root.glob("*.jsonl")):
-        return [root]
-    if (root / "sessions").is_dir():
-        return [root / "sessions"]
-    base = root / "agents" if (root / "agents").is_dir() else root
-    return sorted(d / "sessions" for d in base.iterdir() if (d / "sessions").is_dir())
+_MAX_DEPTH = 6
+
+
+def _holds_sessions(folder: Path) -> bool:
+    if (folder / "sessions.json").is_file():
+        return True
+    return any(f.is_file() and classify(f.name).kind != "other" for f in folder.iterdir())
+
+
+def _session_dirs(root: Path, depth: int = 0, seen: set[Path] | None = None) -> list[Path]:
+    """The directories under `root` that hold transcripts (`root` itself when it does)."""
+    seen = set() if seen is None else seen
+    real = root.resolve()
+    if real in seen or depth > _MAX_DEPTH:
+        return []
+    seen.add(real)
+    try:
+        if _holds_sessions(root):
+            return [root]
+        children = sorted(d for d in root.iterdir() if d.is_dir())
+    except OSError:
+        return []
+    return [found for child in children for found in _session_dirs(child, depth + 1, seen)]
+
+
+def _left_out(path: Path, artifact: Artifact, primaries: set[str]) -> str | None:
+    """Why a file is not imported (a note), or None to import it."""
+    if artifact.kind == "trajectory":
+        return f"{path}: an OpenClaw trajectory sidecar (run telemetry, not a transcript); not imported"
+    if artifact.kind in ("backup", "checkpoint") and artifact.session_id in primaries:
+        what = "compaction checkpoint" if artifact.kind == "checkpoint" else f"backup ({artifact.reason})"
+        return f"{path}: an OpenClaw {what} of {artifact.session_id}.jsonl, which holds its entries; not imported"
+    return None
 
 
 def _resolve_listed(folder: Path, session_id: str, session_file: Any) -> Path | None:
@@ -105,14 +138,16 @@ def _why_not_a_transcript(path: Path) -> str:
     return "not a regular file or directory"
 
 
-def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
-    """The transcript files under `paths` (files, session dirs, agent dirs) and any problems found.
+def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str], list[str]]:
+    """The transcript files under `paths` (files, session dirs, agent dirs), the problems found, and notes
+    naming each file left out on purpose and why.
 
     Raises:
         NotFoundError: a path does not exist.
     """
     found: dict[Path, SourceFile] = {}
     problems: list[str] = []
+    notes: list[str] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if path.name == "sessions.json" and path.is_file():
@@ -125,14 +160,21 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str]]:
         files = 0
         for folder in _session_dirs(path):
             keyed = _read_sessions_json(folder, problems)
-            for file in sorted(folder.glob("*.jsonl")):
+            named = [(f, classify(f.name)) for f in sorted(folder.iterdir()) if f.is_file()]
+            primaries = {a.session_id for _, a in named if a.kind == "transcript" and a.session_id}
+            for file, artifact in named:
+                if artifact.kind == "other":
+                    continue
+                if (note := _left_out(file, artifact, primaries)) is not None:
+                    notes.append(note)
+                    continue
                 resolved = file.resolve()
                 source = found.setdefault(resolved, SourceFile(resolved))
                 source.session_key = keyed.get(resolved, source.session_key)
                 files += 1
         if not files:
             problems.append(f"{path}: no transcripts (*.jsonl) found")
-    return list(found.values()), problems
+    return list(found.values()), problems, notes
 
 
 def read_header(source: SourceFile) -> None:

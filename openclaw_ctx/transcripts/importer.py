@@ -86,8 +86,8 @@ async def import_paths(
     Raises:
         NotFoundError: a path does not exist.
     """
-    sources, problems = await asyncio.to_thread(discover, list(paths))
-    report = ImportReport(skipped=list(problems))
+    sources, problems, notes = await asyncio.to_thread(discover, list(paths))
+    report = ImportReport(skipped=list(problems), notes=notes)
     for source in sources:
         await asyncio.to_thread(read_header, source)
     ordered = link_chain(sources)

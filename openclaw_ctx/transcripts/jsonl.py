@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from openclaw_ctx.transcripts.artifacts import ZSTD_SUFFIX
 from openclaw_ctx.transcripts.entries import (
     TRANSCRIPT_VERSION,
     Entry,
@@ -44,7 +45,40 @@ _NO_HEADER = 'missing session header (line 1 must be {"type":"session",…})'
 
 def _file_lines(path: str | Path) -> Iterator[bytes]:
     with open(path, "rb") as handle:
-        yield from handle
+        if not str(path).endswith(ZSTD_SUFFIX):
+            yield from handle
+            return
+        yield from _zstd_lines(handle)
+
+
+def _zstd_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of an archive OpenClaw compressed, decompressed as they stream (never whole in memory)."""
+    import zstandard
+
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    tail: list[bytes] = []
+    try:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            while chunk:
+                if decoder.eof:  # a frame ended: the rest is the next one
+                    decoder = zstandard.ZstdDecompressor().decompressobj()
+                parts = decoder.decompress(chunk).split(b"\n")
+                chunk = decoder.unused_data if decoder.eof else b""
+                if len(parts) > 1:
+                    yield b"".join([*tail, parts[0], b"\n"])
+                    yield from (part + b"\n" for part in parts[1:-1])
+                    tail = []
+                tail.append(parts[-1])
+    except zstandard.ZstdError as exc:
+        raise _CorruptArchive(f"zstd archive corrupt ({exc}); nothing after this line can be read") from exc
+    if not decoder.eof:
+        raise _CorruptArchive("zstd archive cut short; nothing after this line can be read")
+    if rest := b"".join(tail):
+        yield rest
+
+
+class _CorruptArchive(Exception):
+    """A compressed transcript whose data stops decoding part way."""
 
 
 def iter_lines(
@@ -62,7 +96,17 @@ def iter_lines(
     """
     name = str(path)
     pending = 0
-    for line_no, data in enumerate(_file_lines(path) if lines is None else lines, start=1):
+    source = iter(_file_lines(path) if lines is None else lines)
+    line_no = 0
+    while True:
+        try:
+            data = next(source)
+        except StopIteration:
+            break
+        except _CorruptArchive as exc:
+            yield line_no + 1, "", TranscriptLineError(name, line_no + 1, str(exc), "")
+            break
+        line_no += 1
         pending += len(data)
         if on_bytes is not None and pending >= _PROGRESS_CHUNK:
             on_bytes(pending)

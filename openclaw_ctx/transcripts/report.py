@@ -46,10 +46,12 @@ class FileReport:
 
 @dataclass
 class ImportReport:
-    """Totals of an import, per file, and every skipped line as ``file:line: reason``."""
+    """Totals of an import, per file, every skipped line as ``file:line: reason``, and the files left out on
+    purpose (trajectories, backups of a transcript that is there) with why."""
 
     files: list[FileReport] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def total(self, name: str) -> int:
         """Sum of one FileReport counter over all files (e.g. ``"messages_new"``)."""
@@ -69,7 +71,12 @@ class ImportReport:
         """A JSON-ready dict: totals, files and skipped lines."""
         totals = {name: self.total(name) for name in _COUNTERS}
         summary = ImportSummary(
-            files=len(self.files), failed_files=self.failed_files, **totals, per_file=self.files, skipped=self.skipped
+            files=len(self.files),
+            failed_files=self.failed_files,
+            **totals,
+            per_file=self.files,
+            skipped=self.skipped,
+            notes=self.notes,
         )
         return summary.model_dump(by_alias=True)
 
@@ -87,3 +94,4 @@ class ImportSummary(BaseModel):
     skipped_lines: int
     per_file: list[FileReport] = Field(serialization_alias="perFile")
     skipped: list[str]
+    notes: list[str] = []

@@ -127,4 +127,5 @@ def test_the_cli_honours_the_engine_allow_list(tmp_path: Path, monkeypatch: pyte
         "skipped_lines",
         "perFile",
         "skipped",
+        "notes",
     ]

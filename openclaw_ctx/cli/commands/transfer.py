@@ -44,6 +44,10 @@ def import_command(
 
     Session keys come from sessions.json; a bare file continues its parent's key, or gets `file:<sessionId>`.
 
+    In a directory, the archives /reset, /new and deletion leave (`<id>.jsonl.reset.<stamp>`, `.deleted.`,
+    zstd too) import as sessions; trajectory sidecars, and backups or checkpoints of a transcript that is
+    there, are left out with a note.
+
     Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
     """
     state = state_of(ctx)
@@ -52,6 +56,10 @@ def import_command(
         console.print_json(json.dumps(report.to_json(), ensure_ascii=False))
     else:
         console.print(_import_table(report))
+    for line in report.notes[:_SHOW_SKIPPED]:
+        err_console.print(f"[dim]left out[/] {line}", highlight=False, markup=True, soft_wrap=True)
+    if len(report.notes) > _SHOW_SKIPPED:
+        err_console.print(f"… and {len(report.notes) - _SHOW_SKIPPED} more files left out", highlight=False)
     for line in report.skipped[:_SHOW_SKIPPED]:
         err_console.print(f"[yellow]skipped[/] {line}", highlight=False, markup=True, soft_wrap=True)
     if len(report.skipped) > _SHOW_SKIPPED:

@@ -18,7 +18,7 @@ import json
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class SourceFile:
     header: SessionHeader | None = None
     header_error: str | None = None
     parent_id: str | None = None
+    # Every `sessions.json` entry naming this file, verbatim, by key (a cron job and its run may share one).
+    store_entries: dict[str, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -93,7 +95,8 @@ def _resolve_listed(folder: Path, session_id: str, session_file: Any) -> Path | 
     return next((c for c in candidates if c.is_file()), None)
 
 
-def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, str]:
+def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, dict[str, Any]]:
+    """The `sessions.json` entries of `folder` by the transcript they name (in the file's key order)."""
     path = folder / "sessions.json"
     if not path.is_file():
         return {}
@@ -105,7 +108,7 @@ def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, str]:
     if not isinstance(data, dict):
         problems.append(f"{path}: expected an object of session keys; its files are imported as bare transcripts")
         return {}
-    keyed: dict[Path, str] = {}
+    keyed: dict[Path, dict[str, Any]] = {}
     for key, entry in data.items():
         session_id = entry.get("sessionId") if isinstance(entry, dict) else None
         if not isinstance(session_id, str) or not session_id:
@@ -115,7 +118,7 @@ def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, str]:
         if file is None:
             problems.append(f"{path}: session key {key!r}: transcript for {session_id} not found")
             continue
-        keyed[file.resolve()] = key
+        keyed.setdefault(file.resolve(), {})[key] = entry
     return keyed
 
 
@@ -170,7 +173,9 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str], 
                     continue
                 resolved = file.resolve()
                 source = found.setdefault(resolved, SourceFile(resolved))
-                source.session_key = keyed.get(resolved, source.session_key)
+                if entries := keyed.get(resolved):
+                    source.session_key = next(iter(entries))
+                    source.store_entries = entries
                 files += 1
         if not files:
             problems.append(f"{path}: no transcripts (*.jsonl) found")

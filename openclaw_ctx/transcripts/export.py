@@ -15,14 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from sqlalchemy import select
 
 from openclaw_ctx._files import database_files, guard_output, write_atomic
 from openclaw_ctx._time import ms_from_iso
 from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.store.models import Session
 from openclaw_ctx.store.repo import SessionRow, active_session, get_session, session_chain
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.transcripts.custom import EntryKinds, load_entry_kinds
 from openclaw_ctx.transcripts.export_lines import session_lines
+from openclaw_ctx.transcripts.write import BARE_KEY_PREFIX
 
 __all__ = ["ExportReport", "ExportedFile", "export_session"]
 
@@ -86,7 +89,12 @@ def _file_name(session: SessionRow, used: set[str]) -> str:
     return name
 
 
-def _update_sessions_json(folder: Path, key: str, head: SessionRow, head_path: Path) -> Path:
+def _update_sessions_json(folder: Path, key: str, head: SessionRow, head_path: Path, imported: dict[str, Any]) -> Path:
+    """Write the key's entry (and any other key that named the same session) into `folder/sessions.json`.
+
+    An entry imported from OpenClaw's `sessions.json` comes back with every field it had; only
+    `sessionId` and `sessionFile` are set to what was written.
+    """
     path = folder / "sessions.json"
     data: dict[str, Any] = {}
     if path.is_file():
@@ -95,10 +103,13 @@ def _update_sessions_json(folder: Path, key: str, head: SessionRow, head_path: P
             data = loaded if isinstance(loaded, dict) else {}
         except (UnicodeDecodeError, json.JSONDecodeError):
             data = {}
-    entry = dict(data.get(key) or {})
-    updated = ms_from_iso(head.created_at) or 0
-    entry.update({"sessionId": head.session_id, "sessionFile": str(head_path), "updatedAt": updated})
-    data[key] = entry
+    # A bare file's pseudo-key (`file:<id>`) is ours, not OpenClaw's: it is never written there.
+    wanted = dict(imported) if imported else ({} if key.startswith(BARE_KEY_PREFIX) else {key: {}})
+    for name, stored in wanted.items():
+        entry = {**(data.get(name) or {}), **(stored if isinstance(stored, dict) else {})}
+        entry.setdefault("updatedAt", ms_from_iso(head.created_at) or 0)
+        entry.update({"sessionId": head.session_id, "sessionFile": str(head_path)})
+        data[name] = entry
     _write_atomic(path, [json.dumps(data, ensure_ascii=False, indent=2)])
     return path
 
@@ -163,6 +174,12 @@ async def export_session(
             paths[session.session_id] = target
             report.files.append(_exported(target, session, lines, messages))
         head = await active_session(conn, session_key) or chain[-1]
-        written = await asyncio.to_thread(_update_sessions_json, out, session_key, head, paths[head.session_id])
+        meta = json.loads(
+            await conn.scalar(select(Session.meta_json).where(Session.session_id == head.session_id)) or "{}"
+        )
+        imported = meta.get("sessionsJson") if isinstance(meta, dict) else None
+        written = await asyncio.to_thread(
+            _update_sessions_json, out, session_key, head, paths[head.session_id], imported or {}
+        )
         report.sessions_json = str(written)
     return report

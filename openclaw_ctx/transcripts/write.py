@@ -44,9 +44,12 @@ from openclaw_ctx.transcripts.legacy_summaries import store_time
 from openclaw_ctx.transcripts.report import FileReport
 from openclaw_ctx.transcripts.tree import Transcript, context_message
 
-__all__ = ["parent_from_store", "session_for", "write_context", "write_lines", "write_messages"]
+__all__ = ["BARE_KEY_PREFIX", "parent_from_store", "session_for", "write_context", "write_lines", "write_messages"]
 
 _BATCH = 1000
+
+BARE_KEY_PREFIX = "file:"
+"""The key of a transcript no `sessions.json` names and no parent session gives one: ``file:<sessionId>``."""
 
 
 async def parent_from_store(conn: AsyncConnection, name: str, guessed_id: str) -> str | None:
@@ -80,14 +83,15 @@ async def session_for(conn: AsyncConnection, source: SourceFile, report: FileRep
         parent = None
     restored = RestoredSession(
         session_id=header.id,
-        session_key=source.session_key or f"file:{header.id}",
+        session_key=source.session_key or f"{BARE_KEY_PREFIX}{header.id}",
         session_file=str(source.path),
         parent_session_id=parent,
         rotation_reason=HOST_ROTATION_REASON if parent else None,
         status="archived",
         engine_id=LEGACY_ENGINE_ID,
         cwd=header.cwd,
-        meta={"header": header.raw, "importedFrom": str(source.path)},
+        meta={"header": header.raw, "importedFrom": str(source.path)}
+        | ({"sessionsJson": source.store_entries} if source.store_entries else {}),
         created_at=store_time(header.timestamp),
     )
     return await restore_session(conn, restored)

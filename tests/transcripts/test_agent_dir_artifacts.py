@@ -134,3 +134,36 @@ def test_a_folder_of_exported_agent_directories_imports_each(tmp_path: Path) -> 
             ("agent:alpha:main",),
             ("agent:beta:main",),
         ]
+
+
+def test_sessions_json_entries_come_back_whole_on_export(tmp_path: Path) -> None:
+    """Every field OpenClaw keeps per key survives import → export, for each key naming the session (#15.6)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "run.jsonl").write_bytes(_transcript("run", ["cron says", "done"]))
+    (sessions / "bare.jsonl").write_bytes(_transcript("bare", ["no key"]))
+    entry = {
+        "sessionId": "run",
+        "updatedAt": 1_767_225_600_123,
+        "deliveryContext": {"channel": "telegram", "to": "42"},
+        "lastChannel": "telegram",
+        "model": "gpt-5",
+        "compactionCount": 3,
+        "inputTokens": 1200,
+        "label": "nightly",
+        "x-future-field": [1, {"deep": True}],
+    }
+    index = {"cron:nightly": entry, "cron:nightly:run:7": {**entry, "label": "run 7"}}
+    (sessions / "sessions.json").write_text(json.dumps(index))
+    assert _cli(tmp_path, "--db", "ctx.db", "import", str(sessions)).returncode == 0
+    out = tmp_path / "out"
+    exported = _cli(tmp_path, "--db", "ctx.db", "export", "--key", "cron:nightly", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    back = json.loads((out / "sessions.json").read_text())
+    assert set(back) == set(index)
+    for key, original in index.items():
+        assert {k: v for k, v in back[key].items() if k != "sessionFile"} == original
+        assert (out / Path(back[key]["sessionFile"]).name).is_file()
+    bare = _cli(tmp_path, "--db", "ctx.db", "export", "--key", "file:bare", "--out", str(tmp_path / "bare-out"))
+    assert bare.returncode == 0, bare.stderr
+    assert json.loads((tmp_path / "bare-out" / "sessions.json").read_text()) == {}

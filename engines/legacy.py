@@ -26,7 +26,7 @@ from openclaw_ctx.contract import (
     IngestResult,
 )
 from openclaw_ctx.store import repo
-from openclaw_ctx.transcripts.agent_store import with_host_entry_ids
+from openclaw_ctx.transcripts.host_turns import with_host_entry_ids
 
 __all__ = ["LegacyContextEngine", "register"]
 

@@ -10,9 +10,7 @@ entries that carry the rows a plain transcript cannot.
 from openclaw_ctx.transcripts.agent_store import (
     HostSession,
     host_session_of,
-    import_host_session,
     read_host_transcript,
-    with_host_entry_ids,
 )
 from openclaw_ctx.transcripts.custom import EntryKind, EntryKinds, core_entry_kinds, load_entry_kinds
 from openclaw_ctx.transcripts.discover import SourceFile, discover
@@ -35,7 +33,8 @@ from openclaw_ctx.transcripts.entries import (
     parse_entry,
 )
 from openclaw_ctx.transcripts.export import ExportedFile, ExportReport, export_session
-from openclaw_ctx.transcripts.importer import import_paths, import_transcript
+from openclaw_ctx.transcripts.host_turns import with_host_entry_ids
+from openclaw_ctx.transcripts.importer import import_host_session, import_paths, import_transcript
 from openclaw_ctx.transcripts.jsonl import iter_entries, iter_lines, read_transcript
 from openclaw_ctx.transcripts.legacy_summaries import IMPORT_SUMMARIZER, legacy_summary_id
 from openclaw_ctx.transcripts.report import FileReport, ImportProgress, ImportReport, ProgressCallback

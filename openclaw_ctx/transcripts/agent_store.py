@@ -13,64 +13,78 @@ way the host does (a path ending in ``.sqlite`` is the database itself). The fil
 read-only (``mode=ro``) while the gateway may be writing it: one read transaction sees one
 consistent snapshot (the host runs WAL).
 
-Example::
+`openclaw-ctx import` reads every session of a store (:func:`list_host_sessions`); a hook reads one::
 
     where = host_session_of(params.session_target, params.session_file, params.session_id)
     transcript = read_host_transcript(where)      # a Transcript, as read_transcript gives for a file
-    async with store.transaction() as conn:
+    async with store.transaction() as conn:       # import_host_session is in .importer
         report = await import_host_session(conn, store.counter, transcript, where, "agent:main:main")
 """
 
 from __future__ import annotations
 
-import asyncio
+import io
+import itertools
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncConnection
+from typing import Any, Literal
 
 from openclaw_ctx.contract.targets import SessionTarget
-from openclaw_ctx.contract.turns import CommitTurnParams
 from openclaw_ctx.errors import HostStoreError, MissingDependencyError
-from openclaw_ctx.tokens import TokenCounter
-from openclaw_ctx.transcripts.discover import SourceFile
-from openclaw_ctx.transcripts.importer import import_transcript
-from openclaw_ctx.transcripts.jsonl import read_transcript
-from openclaw_ctx.transcripts.report import FileReport
+from openclaw_ctx.transcripts.entries import SessionHeader, TranscriptLineError
+from openclaw_ctx.transcripts.jsonl import iter_entries, read_transcript, zstd_lines
 from openclaw_ctx.transcripts.tree import Transcript
 
 __all__ = [
+    "AGENT_STORE_NAME",
+    "HostListing",
     "HostSession",
     "agent_database_path",
-    "host_turn_entry_ids",
-    "with_host_entry_ids",
+    "is_agent_store",
+    "list_host_sessions",
+    "open_agent_store",
     "host_session_of",
-    "import_host_session",
     "parse_session_file_marker",
+    "read_host_header",
     "read_host_transcript",
 ]
 
+AGENT_STORE_NAME = "openclaw-agent.sqlite"
+"""The file name of an agent's store: ``agents/<agentId>/agent/openclaw-agent.sqlite``."""
+
 _MARKER = "sqlite:"
-_EVENTS = (
-    "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events WHERE session_id = ? ORDER BY seq"
-)
+_EVENTS = """
+    SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events
+    WHERE session_id = ? ORDER BY seq LIMIT ?
+"""
+
+
+HostPart = Literal["live", "deleted", "cold"]
 
 
 @dataclass(frozen=True)
 class HostSession:
-    """One session's transcript in a host's agent store."""
+    """One session's transcript in a host's agent store.
+
+    `part` says where the store keeps it: ``live`` in ``transcript_events``; ``deleted`` as the JSONL
+    archive a deletion leaves in ``session_transcript_archives`` (`archive_name`; the only copy once the
+    live rows are gone); ``cold`` moved to cold storage (``session_transcript_cold_archives``: a blob,
+    or ``sessions/cold/<archive_name>`` beside the agent directory).
+    """
 
     store_path: Path
     session_id: str
     agent_id: str | None = None
+    part: HostPart = "live"
+    archive_name: str | None = None
 
     @property
     def name(self) -> str:
-        """How reports name it: ``<store path>#<session id>``."""
-        return f"{self.store_path}#{self.session_id}"
+        """How reports name it: ``<store path>#<session id>`` (``#<archive name>`` for an archive)."""
+        return f"{self.store_path}#{self.archive_name if self.part != 'live' else self.session_id}"
 
 
 def parse_session_file_marker(value: str | None) -> HostSession | None:
@@ -84,6 +98,109 @@ def parse_session_file_marker(value: str | None) -> HostSession | None:
     return HostSession(Path(store_path), session_id, agent_id)
 
 
+@dataclass(frozen=True)
+class HostListing:
+    """One session an agent store holds, with what the store says about it."""
+
+    session: HostSession
+    size: int
+    """The UTF-8 bytes of its events (what reading it streams)."""
+    session_key: str | None = None
+    previous_session_id: str | None = None
+    """The session this one continues (``session_windows.previous_session_id``: a reset, a rollover)."""
+    entry: dict[str, Any] | None = None
+    """The key's session entry (``session_nodes.entry_json``) when this is the key's current session."""
+
+
+def is_agent_store(path: Path) -> bool:
+    """Whether `path` is an OpenClaw agent store (an SQLite file with a ``transcript_events`` table)."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(16) != b"SQLite format 3\x00":
+                return False
+        open_agent_store(path).close()
+    except (OSError, HostStoreError):
+        return False
+    return True
+
+
+def _table_rows(con: sqlite3.Connection, query: str) -> list[Any]:
+    try:
+        return con.execute(query).fetchall()
+    except sqlite3.OperationalError:  # a store from before that table (or column) existed
+        return []
+
+
+_LISTING = """
+    SELECT session_id, sum(coalesce(length(CAST(event_json AS BLOB)), event_utf8_bytes, 0))
+    FROM transcript_events GROUP BY session_id ORDER BY min(created_at), min(rowid)
+"""
+
+
+_DELETED_LISTING = """
+    SELECT session_id, archive_name, session_key, length(archive_blob) FROM session_transcript_archives
+    ORDER BY created_at, archive_name
+"""
+
+
+def list_host_sessions(path: Path) -> list[HostListing]:
+    """Every session the agent store at `path` holds, keyed as the store keys it: the live ones (oldest
+    first), then the archives of deleted sessions, then the sessions moved to cold storage.
+
+    A session's key is its ``session_windows`` row's, else the ``session_nodes`` key it is current for.
+
+    Raises:
+        HostStoreError: the file is missing, not SQLite or not an agent store.
+    """
+    con = open_agent_store(path)
+    try:
+        con.execute("BEGIN")
+        sizes = con.execute(_LISTING).fetchall()
+        windows = {
+            str(sid): (key, previous)
+            for sid, key, previous in _table_rows(
+                con, "SELECT session_id, session_key, previous_session_id FROM session_windows"
+            )
+        }
+        nodes = _table_rows(con, "SELECT session_key, current_session_id, entry_json FROM session_nodes")
+        deleted = _table_rows(con, _DELETED_LISTING)
+        cold = _table_rows(con, "SELECT session_id, archive_name, raw_bytes FROM session_transcript_cold_archives")
+    except sqlite3.DatabaseError as exc:
+        raise HostStoreError(f"{path}: cannot be read ({exc})") from exc
+    finally:
+        con.close()
+    current: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    for key, sid, entry_json in nodes:
+        try:
+            entry = json.loads(entry_json)
+        except (TypeError, ValueError):
+            entry = None
+        current.setdefault(str(sid), (str(key), entry if isinstance(entry, dict) else None))
+    agent = path.parent.parent.name if path.parent.name == "agent" else None
+    listings = []
+    for sid, size in sizes:
+        key, previous = windows.get(str(sid), (None, None))
+        node_key, entry = current.get(str(sid), (None, None))
+        listings.append(
+            HostListing(
+                HostSession(path, str(sid), agent),
+                int(size or 0),
+                session_key=key or node_key,
+                previous_session_id=previous,
+                entry=entry if (node_key is not None and node_key == (key or node_key)) else None,
+            )
+        )
+    for sid, name, key, size in deleted:
+        where = HostSession(path, str(sid), agent, "deleted", str(name))
+        listings.append(HostListing(where, int(size or 0), session_key=key))
+    for sid, name, size in cold:
+        key, previous = windows.get(str(sid), (None, None))
+        node_key, entry = current.get(str(sid), (None, None))
+        where = HostSession(path, str(sid), agent, "cold", str(name))
+        listings.append(HostListing(where, int(size or 0), key or node_key, previous, entry))
+    return listings
+
+
 def host_session_of(target: SessionTarget | None, session_file: str | None, session_id: str) -> HostSession | None:
     """Where a hook's session lives in the host's agent store, when the call says (marker first, then target)."""
     marker = parse_session_file_marker(session_file)
@@ -92,53 +209,6 @@ def host_session_of(target: SessionTarget | None, session_file: str | None, sess
     if target is None or not target.store_path:
         return None
     return HostSession(agent_database_path(Path(target.store_path)), target.session_id or session_id, target.agent_id)
-
-
-# The active path's message entries of one session between two message positions, in order.
-_TURN_ENTRIES = """
-    SELECT i.event_id FROM session_transcript_active_events a
-    JOIN transcript_event_identities i ON i.session_id = a.session_id AND i.seq = a.event_seq
-    WHERE a.session_id = ? AND a.message_position BETWEEN ? AND ? ORDER BY a.message_position
-"""
-
-
-def host_turn_entry_ids(params: CommitTurnParams) -> list[str] | None:
-    """Every message's transcript entry id of a committed turn, read from the host's agent store.
-
-    The host names only the first and the last entry (the admission and terminal anchors); the tool
-    calls and results between them are found on the store's active path by message position. None
-    unless the store answers with exactly one entry per message, starting and ending at the anchors.
-    """
-    first, last = params.admission, params.terminal
-    if first is None or last is None or first.active_message_position is None:
-        return None
-    if last.active_message_position is None or not (first.entry_id and last.entry_id and first.store_path):
-        return None
-    session_id = first.session_id or params.session_id
-    database = agent_database_path(Path(first.store_path))
-    try:
-        con = _open(database)
-    except HostStoreError:
-        return None
-    try:
-        rows = con.execute(_TURN_ENTRIES, (session_id, first.active_message_position, last.active_message_position))
-        ids = [str(event_id) for (event_id,) in rows]
-    except sqlite3.Error:  # an older store without the active-path tables
-        return None
-    finally:
-        con.close()
-    if len(ids) != len(params.messages) or ids[0] != first.entry_id or ids[-1] != last.entry_id:
-        return None
-    return ids
-
-
-async def with_host_entry_ids(params: CommitTurnParams) -> CommitTurnParams:
-    """`params` with every message's entry id from the host's store, when the call names none and the
-    store has them (read on a worker thread); else `params` unchanged."""
-    if params.entry_ids is not None:
-        return params
-    ids = await asyncio.to_thread(host_turn_entry_ids, params)
-    return params if ids is None else params.model_copy(update={"entry_ids": list(ids)})
 
 
 def agent_database_path(store_path: Path) -> Path:
@@ -168,9 +238,9 @@ def _decompressor() -> Any:
     return zstandard.ZstdDecompressor()
 
 
-def _event_lines(con: sqlite3.Connection, where: HostSession) -> Iterator[bytes]:
+def _event_lines(con: sqlite3.Connection, where: HostSession, limit: int = -1) -> Iterator[bytes]:
     decompressor: Any = None
-    for seq, text, packed, size in con.execute(_EVENTS, (where.session_id,)):
+    for seq, text, packed, size in con.execute(_EVENTS, (where.session_id, limit)):
         if text is not None:
             yield text.encode("utf-8", "surrogatepass")
             continue
@@ -186,7 +256,68 @@ def _event_lines(con: sqlite3.Connection, where: HostSession) -> Iterator[bytes]
         yield data
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _archive_lines(con: sqlite3.Connection, where: HostSession) -> Iterator[bytes]:
+    """A deleted session's archive: the whole JSONL, as stored (``identity``) or one zstd stream."""
+    row = con.execute(
+        "SELECT encoding, archive_blob FROM session_transcript_archives WHERE archive_name = ?", (where.archive_name,)
+    ).fetchone()
+    if row is None:
+        return
+    encoding, blob = row
+    if encoding == "zstd":
+        _decompressor()  # says which package is missing, if it is
+        yield from zstd_lines(io.BytesIO(blob))
+    else:
+        yield from io.BytesIO(blob)
+
+
+def _cold_bytes(con: sqlite3.Connection, where: HostSession) -> bytes | None:
+    row = con.execute(
+        "SELECT storage, archive_blob, archive_name FROM session_transcript_cold_archives WHERE session_id = ?",
+        (where.session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    storage, blob, name = row
+    if storage == "sqlite":
+        return bytes(blob)
+    # OpenClaw keeps the file in the agent's session directory: agents/<id>/sessions/cold/<name>.
+    agent_dir = where.store_path.parent.parent if where.store_path.parent.name == "agent" else where.store_path.parent
+    file = agent_dir / "sessions" / "cold" / str(name)
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise HostStoreError(f"{where.name}: its cold-storage file {file} cannot be read ({exc})") from exc
+
+
+def _cold_lines(con: sqlite3.Connection, where: HostSession) -> Iterator[bytes]:
+    """A cold session's events, in order, from its archive of wrapper records (``kind: "event"``)."""
+    packed = _cold_bytes(con, where)
+    if packed is None:
+        return
+    _decompressor()
+    events: list[tuple[int, str]] = []
+    for line in zstd_lines(io.BytesIO(packed)):
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise HostStoreError(f"{where.name}: a cold-storage record is not JSON ({exc})") from exc
+        row = record.get("row") if isinstance(record, dict) and record.get("kind") == "event" else None
+        if isinstance(row, dict) and isinstance(row.get("seq"), int) and isinstance(row.get("event_json"), str):
+            events.append((row["seq"], row["event_json"]))
+    for _, text in sorted(events):
+        yield text.encode("utf-8", "surrogatepass")
+
+
+def _lines(con: sqlite3.Connection, where: HostSession, limit: int = -1) -> Iterator[bytes]:
+    if where.part == "live":
+        return _event_lines(con, where, limit)
+    lines = _archive_lines(con, where) if where.part == "deleted" else _cold_lines(con, where)
+    return itertools.islice(lines, limit if limit >= 0 else None)
+
+
+def open_agent_store(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the agent store at `path` (raises HostStoreError if it is not one)."""
     if not path.is_file():
         raise HostStoreError(f"{path}: the host's agent store does not exist")
     try:
@@ -200,7 +331,19 @@ def _open(path: Path) -> sqlite3.Connection:
     return con
 
 
-def read_host_transcript(where: HostSession) -> Transcript:
+def read_host_header(where: HostSession) -> SessionHeader | TranscriptLineError | None:
+    """The session's first event as :func:`iter_entries` reads it (its header, when it has one)."""
+    con = open_agent_store(where.store_path)
+    try:
+        first = next(iter_entries(where.name, lines=list(_lines(con, where, limit=1))), None)
+    except sqlite3.DatabaseError as exc:
+        raise HostStoreError(f"{where.name}: cannot be read ({exc})") from exc
+    finally:
+        con.close()
+    return first if isinstance(first, SessionHeader | TranscriptLineError) else None
+
+
+def read_host_transcript(where: HostSession, on_bytes: Callable[[int], None] | None = None) -> Transcript:
     """The session's transcript as :func:`read_transcript` reads a file: header, entries, bad lines.
 
     A session the store does not hold reads as an empty transcript (no header, no entries).
@@ -209,30 +352,11 @@ def read_host_transcript(where: HostSession) -> Transcript:
         HostStoreError: the file is missing, not SQLite, not an agent store, or an event cannot be decoded.
         MissingDependencyError: an event is compressed and `zstandard` is not installed.
     """
-    con = _open(where.store_path)
+    con = open_agent_store(where.store_path)
     try:
         con.execute("BEGIN")  # one snapshot for the whole read while the gateway appends
-        return read_transcript(where.name, lines=_event_lines(con, where))
+        return read_transcript(where.name, lines=_lines(con, where), on_bytes=on_bytes)
     except sqlite3.DatabaseError as exc:
         raise HostStoreError(f"{where.name}: cannot be read ({exc})") from exc
     finally:
         con.close()
-
-
-async def import_host_session(
-    conn: AsyncConnection, counter: TokenCounter, transcript: Transcript, where: HostSession, session_key: str
-) -> FileReport:
-    """Write a session read from the host's agent store under `session_key`, in the caller's transaction.
-
-    The mapping is the JSONL import's (:mod:`openclaw_ctx.transcripts.importer`): every message with its
-    entry id, the host's compactions as legacy summaries, the context as OpenClaw rebuilds it. Importing
-    the same session again adds only what is new. A transcript without a header writes nothing
-    (``report.error`` says why), as does a session id stored under another key.
-    """
-    report = FileReport(path=where.name)
-    if transcript.header is None:
-        report.error = transcript.errors[0].reason if transcript.errors else "the host holds no such session"
-        return report
-    source = SourceFile(path=where.store_path, session_key=session_key, header=transcript.header)
-    await import_transcript(conn, counter, transcript, source, report)
-    return report

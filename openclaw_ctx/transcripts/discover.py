@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_ctx.errors import NotFoundError
+from openclaw_ctx.errors import HostStoreError, NotFoundError
+from openclaw_ctx.transcripts.agent_store import (
+    AGENT_STORE_NAME,
+    HostSession,
+    agent_database_path,
+    is_agent_store,
+    list_host_sessions,
+    parse_session_file_marker,
+    read_host_header,
+)
 from openclaw_ctx.transcripts.artifacts import Artifact, classify
 from openclaw_ctx.transcripts.entries import SessionHeader, TranscriptLineError
 from openclaw_ctx.transcripts.jsonl import iter_entries
@@ -34,7 +43,7 @@ _UUID_TAIL = re.compile(r"([0-9a-fA-F-]{36})$")
 
 @dataclass
 class SourceFile:
-    """A transcript file to import, with the session key `sessions.json` gives it (if any)."""
+    """A transcript to import (a file, or a session of an agent store), with the session key it is given."""
 
     path: Path
     session_key: str | None = None
@@ -43,18 +52,28 @@ class SourceFile:
     parent_id: str | None = None
     # Every `sessions.json` entry naming this file, verbatim, by key (a cron job and its run may share one).
     store_entries: dict[str, Any] = field(default_factory=dict)
+    host: HostSession | None = None
+    """Set when the transcript is a session of OpenClaw's SQLite agent store at `path`."""
+    host_size: int = 0
+    previous_session_id: str | None = None
+    """The session this one continues, as the agent store records it (a JSONL file's header says it)."""
+
+    @property
+    def name(self) -> str:
+        """How reports name it: the file, or ``<store>#<session id>``."""
+        return self.host.name if self.host is not None else str(self.path)
 
     @property
     def size(self) -> int:
-        """File size in bytes."""
-        return self.path.stat().st_size
+        """Bytes to read."""
+        return self.host_size if self.host is not None else self.path.stat().st_size
 
 
 _MAX_DEPTH = 6
 
 
 def _holds_sessions(folder: Path) -> bool:
-    if (folder / "sessions.json").is_file():
+    if (folder / "sessions.json").is_file() or (folder / AGENT_STORE_NAME).is_file():
         return True
     return any(f.is_file() and classify(f.name).kind != "other" for f in folder.iterdir())
 
@@ -95,8 +114,9 @@ def _resolve_listed(folder: Path, session_id: str, session_file: Any) -> Path | 
     return next((c for c in candidates if c.is_file()), None)
 
 
-def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, dict[str, Any]]:
-    """The `sessions.json` entries of `folder` by the transcript they name (in the file's key order)."""
+def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path | HostSession, dict[str, Any]]:
+    """The `sessions.json` entries of `folder` by the transcript they name (in the file's key order): a
+    file, or an agent store's session for a ``sqlite:`` marker (OpenClaw 2026.7+)."""
     path = folder / "sessions.json"
     if not path.is_file():
         return {}
@@ -108,9 +128,20 @@ def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path, dict[st
     if not isinstance(data, dict):
         problems.append(f"{path}: expected an object of session keys; its files are imported as bare transcripts")
         return {}
-    keyed: dict[Path, dict[str, Any]] = {}
+    keyed: dict[Path | HostSession, dict[str, Any]] = {}
     for key, entry in data.items():
         session_id = entry.get("sessionId") if isinstance(entry, dict) else None
+        marker = parse_session_file_marker(entry.get("sessionFile")) if isinstance(entry, dict) else None
+        if marker is not None:
+            # The marker names the store where it was written; a copied agent directory has it beside.
+            candidates = (marker.store_path, agent_database_path(path))
+            store = next((c for c in candidates if c.is_file()), None)
+            if store is None:
+                problems.append(f"{path}: session key {key!r}: agent store {marker.store_path} not found")
+                continue
+            where = HostSession(store.resolve(), marker.session_id, marker.agent_id)
+            keyed.setdefault(where, {})[key] = entry
+            continue
         if not isinstance(session_id, str) or not session_id:
             problems.append(f"{path}: session key {key!r} has no sessionId")
             continue
@@ -141,14 +172,56 @@ def _why_not_a_transcript(path: Path) -> str:
     return "not a regular file or directory"
 
 
+def _host_sources(store: Path, found: dict[str, SourceFile], problems: list[str]) -> int:
+    """Add every session of an agent store to `found`; how many it holds."""
+    try:
+        listings = list_host_sessions(store)
+    except HostStoreError as exc:
+        problems.append(str(exc))
+        return 0
+    for listing in listings:
+        source = found.setdefault(listing.session.name, SourceFile(listing.session.store_path, host=listing.session))
+        source.host_size, source.previous_session_id = listing.size, listing.previous_session_id
+        source.session_key = source.session_key or listing.session_key
+        if listing.entry is not None and listing.session_key is not None:
+            source.store_entries.setdefault(listing.session_key, listing.entry)
+    return len(listings)
+
+
+def _folder_sources(folder: Path, found: dict[str, SourceFile], problems: list[str], notes: list[str]) -> int:
+    """Add the transcripts of one directory to `found` (by OpenClaw's naming rules); how many."""
+    keyed = _read_sessions_json(folder, problems)
+    files = _host_sources(folder / AGENT_STORE_NAME, found, problems) if (folder / AGENT_STORE_NAME).is_file() else 0
+    for where in (k for k in keyed if isinstance(k, HostSession)):
+        if where.name not in found:
+            files += _host_sources(where.store_path, found, problems)
+    named = [(f, classify(f.name)) for f in sorted(folder.iterdir()) if f.is_file()]
+    primaries = {a.session_id for _, a in named if a.kind == "transcript" and a.session_id}
+    for file, artifact in named:
+        if artifact.kind == "other":
+            continue
+        if (note := _left_out(file, artifact, primaries)) is not None:
+            notes.append(note)
+            continue
+        resolved = file.resolve()
+        found.setdefault(str(resolved), SourceFile(resolved))
+        files += 1
+    for named_by, entries in keyed.items():
+        source = found.get(named_by.name if isinstance(named_by, HostSession) else str(named_by))
+        if source is not None:
+            source.session_key = next(iter(entries))
+            source.store_entries = {**source.store_entries, **entries}
+    return files
+
+
 def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str], list[str]]:
-    """The transcript files under `paths` (files, session dirs, agent dirs), the problems found, and notes
-    naming each file left out on purpose and why.
+    """The transcripts under `paths` (files, session dirs, agent dirs, agent stores), the problems found,
+    and notes naming each file left out on purpose and why.
 
     Raises:
         NotFoundError: a path does not exist.
     """
-    found: dict[Path, SourceFile] = {}
+    found: dict[str, SourceFile] = {}
     problems: list[str] = []
     notes: list[str] = []
     for raw in paths:
@@ -156,36 +229,40 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[SourceFile], list[str], 
         if path.name == "sessions.json" and path.is_file():
             path = path.parent
         if path.is_file():
-            found.setdefault(path.resolve(), SourceFile(path.resolve()))
+            if not is_agent_store(path):
+                found.setdefault(str(path.resolve()), SourceFile(path.resolve()))
+            elif not _host_sources(path.resolve(), found, problems):
+                problems.append(f"{path}: the agent store holds no transcripts")
             continue
         if not path.is_dir():
             raise NotFoundError(f"{path}: {_why_not_a_transcript(path)}")
-        files = 0
-        for folder in _session_dirs(path):
-            keyed = _read_sessions_json(folder, problems)
-            named = [(f, classify(f.name)) for f in sorted(folder.iterdir()) if f.is_file()]
-            primaries = {a.session_id for _, a in named if a.kind == "transcript" and a.session_id}
-            for file, artifact in named:
-                if artifact.kind == "other":
-                    continue
-                if (note := _left_out(file, artifact, primaries)) is not None:
-                    notes.append(note)
-                    continue
-                resolved = file.resolve()
-                source = found.setdefault(resolved, SourceFile(resolved))
-                if entries := keyed.get(resolved):
-                    source.session_key = next(iter(entries))
-                    source.store_entries = entries
-                files += 1
+        files = sum(_folder_sources(folder, found, problems, notes) for folder in _session_dirs(path))
         if not files:
-            problems.append(f"{path}: no transcripts (*.jsonl) found")
-    return list(found.values()), problems, notes
+            problems.append(f"{path}: no transcripts (*.jsonl, {AGENT_STORE_NAME}) found")
+    return _prefer_the_store(list(found.values()), notes), problems, notes
+
+
+def _prefer_the_store(sources: list[SourceFile], notes: list[str]) -> list[SourceFile]:
+    """Leave out a JSONL file of a session the agent store also holds: since 2026.7 the store is the
+    transcript and the file the legacy copy it was migrated from."""
+    in_store = {s.host.session_id for s in sources if s.host is not None}
+    kept = []
+    for source in sources:
+        if source.host is None and (match := _UUID_TAIL.search(source.path.name.removesuffix(".jsonl"))):
+            if match.group(1) in in_store and classify(source.path.name).kind == "transcript":
+                notes.append(f"{source.path}: the legacy copy of a session the agent store holds; not imported")
+                continue
+        kept.append(source)
+    return kept
 
 
 def read_header(source: SourceFile) -> None:
     """Fill `source.header`, or `source.header_error` saying why it has none."""
     try:
-        first = next(iter_entries(source.path), None)
+        first = read_host_header(source.host) if source.host else next(iter_entries(source.path), None)
+    except HostStoreError as exc:
+        source.header_error = str(exc)
+        return
     except OSError as exc:
         source.header_error = f"cannot read: {exc}"
         return
@@ -198,7 +275,9 @@ def read_header(source: SourceFile) -> None:
 
 
 def parent_candidates(parent: str) -> tuple[str, str]:
-    """The file name and the session id a `parentSession` path names."""
+    """The file name and the session id a `parentSession` path names (an agent store's marker names an id)."""
+    if (marker := parse_session_file_marker(parent)) is not None:
+        return f"{marker.session_id}.jsonl", marker.session_id
     name = Path(parent).name
     stem = name[:-6] if name.endswith(".jsonl") else name
     match = _UUID_TAIL.search(stem)
@@ -211,7 +290,12 @@ def link_chain(sources: list[SourceFile]) -> list[SourceFile]:
     by_id = {s.header.id: s for s in sources if s.header}
     parents: dict[str, SourceFile] = {}
     for source in sources:
-        if source.header and source.header.parent_session:
+        if source.header and source.previous_session_id:
+            parent = by_id.get(source.previous_session_id)
+            if parent is not None and parent is not source:
+                parents[source.header.id] = parent
+                source.parent_id = parent.header.id if parent.header else None
+        elif source.header and source.header.parent_session:
             name, guessed_id = parent_candidates(source.header.parent_session)
             parent = by_name.get(name) or by_id.get(guessed_id)
             if parent is not None and parent is not source:
@@ -230,4 +314,4 @@ def link_chain(sources: list[SourceFile]) -> list[SourceFile]:
             current, n = parents[current.header.id], n + 1
         return n
 
-    return sorted(sources, key=lambda s: (depth(s), str(s.path)))
+    return sorted(sources, key=lambda s: (depth(s), s.name))

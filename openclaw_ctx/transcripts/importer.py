@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from openclaw_ctx.errors import HostStoreError, MissingDependencyError
 from openclaw_ctx.store.restore import settle_imported_status
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import TokenCounter
+from openclaw_ctx.transcripts.agent_store import HostSession, read_host_transcript
 from openclaw_ctx.transcripts.custom import (
     CONTEXT_KIND,
     SUMMARY_KIND,
@@ -59,7 +61,7 @@ from openclaw_ctx.transcripts.report import FileReport, ImportProgress, ImportRe
 from openclaw_ctx.transcripts.tree import Transcript
 from openclaw_ctx.transcripts.write import parent_from_store, session_for, write_context, write_lines, write_messages
 
-__all__ = ["import_paths", "import_transcript"]
+__all__ = ["import_host_session", "import_paths", "import_transcript"]
 
 UNSTORABLE = (OverflowError, RecursionError, UnicodeError, StatementError)
 """What one file's data can raise on its way into SQLite; storage faults are StoreErrors and stop the import."""
@@ -76,7 +78,8 @@ async def import_paths(
 
     Args:
         store: an open :class:`openclaw_ctx.store.store.Store`.
-        paths: JSONL files, `sessions/` directories, agent directories or an `agents/` root.
+        paths: JSONL files, `sessions/` directories, agent directories, an `agents/` root, or an
+            OpenClaw agent store (``openclaw-agent.sqlite``, read-only: every session it holds).
         progress: called as bytes are read and after each file.
         kinds: the custom entry kinds to restore (default: core's and every installed engine's).
 
@@ -102,17 +105,21 @@ async def import_paths(
             progress(ImportProgress(name, files_done, len(ordered), done, total))
 
     for index, (source, size) in enumerate(zip(ordered, sizes, strict=True)):
-        file_report = FileReport(path=str(source.path))
+        file_report = FileReport(path=source.name)
         report.files.append(file_report)
         if source.header is None:
             file_report.error = source.header_error or "no session header"
-            report.skipped.append(f"{source.path}:1: {file_report.error}; file skipped")
-            tick(str(source.path), index + 1, size)
+            report.skipped.append(f"{source.name}:1: {file_report.error}; file skipped")
+            tick(source.name, index + 1, size)
             continue
         before = done
-        transcript = await asyncio.to_thread(
-            read_transcript, source.path, on_bytes=functools.partial(tick, str(source.path), index)
-        )
+        try:
+            transcript = await asyncio.to_thread(_read, source, functools.partial(tick, source.name, index))
+        except (HostStoreError, MissingDependencyError) as exc:
+            file_report.error = str(exc)
+            report.skipped.append(f"{source.name}:1: {file_report.error}; session skipped")
+            tick(source.name, index + 1, size - (done - before))
+            continue
         try:
             async with store.transaction() as conn:
                 if source.parent_id is None and source.header.parent_session:
@@ -125,8 +132,33 @@ async def import_paths(
             file_report.error = f"cannot be stored ({reason}); nothing from it was written"
         report.skipped.extend(str(e) for e in transcript.errors)
         if file_report.error:
-            report.skipped.append(f"{source.path}:1: {file_report.error}; file skipped")
-        tick(str(source.path), index + 1, size - (done - before))
+            report.skipped.append(f"{source.name}:1: {file_report.error}; file skipped")
+        tick(source.name, index + 1, size - (done - before))
+    return report
+
+
+def _read(source: SourceFile, on_bytes: Callable[[int], None]) -> Transcript:
+    if source.host is not None:
+        return read_host_transcript(source.host, on_bytes=on_bytes)
+    return read_transcript(source.path, on_bytes=on_bytes)
+
+
+async def import_host_session(
+    conn: AsyncConnection, counter: TokenCounter, transcript: Transcript, where: HostSession, session_key: str
+) -> FileReport:
+    """Write a session read from the host's agent store under `session_key`, in the caller's transaction.
+
+    The mapping is a JSONL file's: every message with its entry id, the host's compactions as legacy
+    summaries, the context as OpenClaw rebuilds it. Importing the same session again adds only what is
+    new. A transcript without a header writes nothing (``report.error`` says why), as does a session
+    id stored under another key.
+    """
+    report = FileReport(path=where.name)
+    if transcript.header is None:
+        report.error = transcript.errors[0].reason if transcript.errors else "the host holds no such session"
+        return report
+    source = SourceFile(path=where.store_path, session_key=session_key, header=transcript.header, host=where)
+    await import_transcript(conn, counter, transcript, source, report)
     return report
 
 

@@ -33,7 +33,7 @@ from openclaw_ctx.transcripts.entries import (
 )
 from openclaw_ctx.transcripts.tree import Transcript
 
-__all__ = ["iter_entries", "iter_lines", "read_transcript"]
+__all__ = ["iter_entries", "iter_lines", "read_transcript", "zstd_lines"]
 
 _PROGRESS_CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -48,10 +48,10 @@ def _file_lines(path: str | Path) -> Iterator[bytes]:
         if not str(path).endswith(ZSTD_SUFFIX):
             yield from handle
             return
-        yield from _zstd_lines(handle)
+        yield from zstd_lines(handle)
 
 
-def _zstd_lines(handle: BinaryIO) -> Iterator[bytes]:
+def zstd_lines(handle: BinaryIO) -> Iterator[bytes]:
     """The lines of an archive OpenClaw compressed, decompressed as they stream (never whole in memory)."""
     import zstandard
 

@@ -292,3 +292,25 @@ def test_every_committed_message_carries_its_host_entry_id(run: Run) -> None:
     rows = run.sql("SELECT role, entry_id FROM messages WHERE session_key = ? ORDER BY seq", KEY)
     assert "toolResult" in {role for role, _ in rows}
     assert all(entry_id in host_ids for _, entry_id in rows), rows
+
+
+def test_the_hosts_own_agent_store_imports_whole_while_the_gateway_runs(run: Run, tmp_path: Path) -> None:
+    # What a user migrating their OpenClaw 2026.9 history runs: import the live state, read-only.
+    agents = run.gw.state_dir / "agents"
+    host_db = agents / "main" / "agent" / "openclaw-agent.sqlite"
+    con = sqlite3.connect(f"file:{host_db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT session_id, count(*) FROM transcript_event_identities WHERE event_type = 'message' GROUP BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    db = tmp_path / "imported.db"
+    imported = subprocess.run(
+        [*PYTHON_COMMAND, "--db", str(db), "import", str(agents), "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert imported.returncode == 0, imported.stdout[-3000:] + imported.stderr[-3000:]
+    stored = dict(sqlite3.connect(db).execute("SELECT session_id, count(*) FROM messages GROUP BY 1").fetchall())
+    assert rows and all(stored.get(sid) == n for sid, n in rows), (rows, stored)
+    doctor = subprocess.run([*PYTHON_COMMAND, "--db", str(db), "doctor", "--deep"], capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stdout[-3000:]

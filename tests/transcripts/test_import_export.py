@@ -527,4 +527,6 @@ async def test_a_key_with_a_live_session_keeps_it_active(store: Store, agent_dir
 async def test_a_directory_without_transcripts_is_reported(store: Store, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     report = await import_paths(store, [tmp_path / "empty"])
-    assert report.files == [] and report.skipped == [f"{tmp_path / 'empty'}: no transcripts (*.jsonl) found"]
+    assert report.files == [] and report.skipped == [
+        f"{tmp_path / 'empty'}: no transcripts (*.jsonl, openclaw-agent.sqlite) found"
+    ]

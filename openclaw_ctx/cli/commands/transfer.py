@@ -36,7 +36,8 @@ def register(app: typer.Typer) -> None:
 def import_command(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(
-        ..., help="JSONL transcripts, OpenClaw sessions/ or agent directories, or an agents/ root."
+        ...,
+        help="JSONL transcripts, OpenClaw sessions/ or agent directories, an agents/ root, or openclaw-agent.sqlite.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
 ) -> None:
@@ -47,6 +48,10 @@ def import_command(
     In a directory, the archives /reset, /new and deletion leave (`<id>.jsonl.reset.<stamp>`, `.deleted.`,
     zstd too) import as sessions; trajectory sidecars, and backups or checkpoints of a transcript that is
     there, are left out with a note.
+
+    OpenClaw 2026.7+ keeps transcripts in `agents/<id>/agent/openclaw-agent.sqlite`: every session there
+    (live, deleted-session archives, cold storage) imports, read-only while the gateway runs, keyed as
+    the host keys it; a JSONL file of a session the store also holds is its legacy copy (left out).
 
     Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
     """

@@ -44,6 +44,7 @@ __all__ = [
     "EngineContractError",
     "EngineError",
     "EngineNotFoundError",
+    "ForeignDatabaseError",
     "HostRequirementError",
     "HostStoreError",
     "InvalidMessageError",
@@ -112,6 +113,10 @@ class DatabaseCorruptError(StoreError):
 
 class SchemaTooNewError(StoreError):
     """The database was migrated by a newer version of openclaw-ctx."""
+
+
+class ForeignDatabaseError(StoreError):
+    """The file is an SQLite database some other program made (lossless-claw's lcm.db, OpenClaw's agent store)."""
 
 
 class MigrationRequiredError(StoreError):

@@ -19,7 +19,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy.exc import DBAPIError
 
-from openclaw_ctx.errors import DatabaseCorruptError, SchemaTooNewError, StoreError
+from openclaw_ctx.errors import DatabaseCorruptError, ForeignDatabaseError, SchemaTooNewError, StoreError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -27,7 +27,7 @@ __all__ = [
     "database_path",
     "prepare_path",
     "read_only_url",
-    "refuse_newer",
+    "refuse_unusable",
     "revision_known",
     "storage_is_read_only",
     "too_new",
@@ -86,8 +86,27 @@ def too_new(path: str, current: str | None, head: str) -> SchemaTooNewError:
     )
 
 
-def refuse_newer(path: str) -> None:
-    """Read the revision over a read-only connection: the WAL pragma must not run on a file we refuse."""
+def _foreign(path: str, tables: set[str]) -> ForeignDatabaseError:
+    if "transcript_events" in tables:
+        what = "OpenClaw's agent store (openclaw-agent.sqlite); import it with `openclaw-ctx import PATH`"
+    elif {"conversations", "summaries"} <= tables:
+        what = "lossless-claw's lcm.db, which this version cannot import yet"
+    else:
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        what = f"some other program's (tables {shown})"
+    return ForeignDatabaseError(
+        f"{path}: not an openclaw-ctx database: it looks like {what}. Nothing was changed; "
+        "give --db an openclaw-ctx database or a new file"
+    )
+
+
+def refuse_unusable(path: str) -> None:
+    """Refuse a database another program made, or one a newer openclaw-ctx migrated, before anything
+    writes: read over a read-only connection, since the WAL pragma must not run on a file we refuse.
+
+    A file with tables but no ``alembic_version`` is foreign: openclaw-ctx writes its revision in the
+    same transaction as its first tables.
+    """
     file = Path(path)
     if not file.exists() or file.stat().st_size == 0:
         return
@@ -95,8 +114,14 @@ def refuse_newer(path: str) -> None:
         wrap_db_errors(path),
         contextlib.closing(sqlite3.connect(read_only_url(file), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)) as db,
     ):
-        found = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'").fetchone()
-        current = db.execute("SELECT version_num FROM alembic_version").fetchone() if found else None
+        tables = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        current = (
+            db.execute("SELECT version_num FROM alembic_version").fetchone() if "alembic_version" in tables else None
+        )
+    if "alembic_version" not in tables:
+        if tables - {"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}:
+            raise _foreign(path, tables)
+        return
     if current is None:
         return
     script = ScriptDirectory.from_config(alembic_config())

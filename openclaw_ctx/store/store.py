@@ -27,7 +27,7 @@ from openclaw_ctx.store.files import (
     database_path,
     prepare_path,
     read_only_url,
-    refuse_newer,
+    refuse_unusable,
     revision_known,
     storage_is_read_only,
     too_new,
@@ -129,10 +129,11 @@ class Store:
         Raises:
             DatabaseCorruptError: the file is not SQLite or is damaged.
             SchemaTooNewError: the schema was written by a newer openclaw-ctx (the file is untouched).
+            ForeignDatabaseError: another program's database (the file is untouched).
         """
         path = prepare_path(path)
         read_only = storage_is_read_only(Path(path))
-        refuse_newer(path)
+        refuse_unusable(path)
         # A read-only store is opened by URI (mode=ro, immutable on a read-only mount): SQLite would
         # otherwise fail to open it at all, wanting to create the -shm file beside it.
         url = (

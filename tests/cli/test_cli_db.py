@@ -170,3 +170,55 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path, kind: str, args: tuple[
     assert_clean_failure(result, "victim.db")
     assert "notSQLite" in unwrapped(result.stderr) or "notanSQLitedatabase" in unwrapped(result.stderr)
     assert path.read_bytes() == data
+
+
+_LCM_TABLES = """
+CREATE TABLE conversations (conversation_id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, session_key TEXT);
+CREATE TABLE messages (message_id INTEGER PRIMARY KEY, conversation_id INTEGER, seq INTEGER, role TEXT, content TEXT);
+CREATE TABLE summaries (summary_id TEXT PRIMARY KEY, conversation_id INTEGER, kind TEXT, content TEXT);
+CREATE TABLE summary_parents (summary_id TEXT, parent_summary_id TEXT, ordinal INTEGER);
+CREATE TABLE lcm_migration_state (name TEXT PRIMARY KEY, version INTEGER);
+INSERT INTO conversations VALUES (1, 'sess-1', 'agent:main:main');
+INSERT INTO messages VALUES (1, 1, 0, 'user', 'hello');
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("lcm", "lossless-claw's lcm.db"),
+        ("agent-store", "OpenClaw's agent store"),
+        ("other", "tables notes, tags"),
+    ],
+)
+@pytest.mark.parametrize(
+    "args",
+    [("db", "upgrade"), ("db", "current"), ("db", "check"), ("sessions",), ("import", "{fixture}"), ("doctor",)],
+)
+def test_another_programs_database_is_refused_untouched(
+    tmp_path: Path, kind: str, says: str, args: tuple[str, ...]
+) -> None:
+    from host_agent_store import FIXTURE, create_store
+
+    (tmp_path / "theirs").mkdir()
+    path = tmp_path / "theirs" / "theirs.db"
+    if kind == "agent-store":
+        create_store(path)
+    else:
+        with sqlite3.connect(path) as db:
+            db.executescript(_LCM_TABLES if kind == "lcm" else "CREATE TABLE notes (t TEXT); CREATE TABLE tags (t);")
+        db.close()
+    before = path.read_bytes()
+    result = invoke("--db", str(path), *(a.format(fixture=FIXTURE) for a in args))
+    if args == ("doctor",):
+        result = invoke("--db", str(path), "doctor", "--json")
+        checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+        assert result.exit_code == 1 and checks["database"]["status"] == "fail"
+        assert "not an openclaw-ctx database" in checks["database"]["detail"]
+    else:
+        assert_clean_failure(result, "not an openclaw-ctx database", says, "Nothing was changed")
+    assert path.read_bytes() == before
+    beside = sorted(p.name for p in path.parent.iterdir())
+    # Nothing beside it; a store the host keeps in WAL mode is read as one (SQLite's reader files, left empty).
+    wal_reader = ["theirs.db", "theirs.db-shm", "theirs.db-wal"] if kind == "agent-store" else None
+    assert beside == ["theirs.db"] or (beside == wal_reader and not path.with_name("theirs.db-wal").stat().st_size)

@@ -249,6 +249,8 @@ class TranscriptEntry(Base):
     parent_entry_id: Mapped[str | None] = mapped_column(String)
     entry_type: Mapped[str] = mapped_column(String, nullable=False)
     raw_json: Mapped[str] = mapped_column(Text, nullable=False)
+    # A message line as read, when its envelope and stored message would not write it back byte for byte.
+    source_line: Mapped[str | None] = mapped_column(Text)
     source_file: Mapped[str | None] = mapped_column(String)
     line_no: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String)

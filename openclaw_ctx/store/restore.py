@@ -66,6 +66,8 @@ class TranscriptLine:
     line_no: int
     error: str | None
     on_active_branch: bool
+    source_line: str | None = None
+    """A message line as read, when export would not write it back from its envelope byte for byte."""
 
 
 @dataclass(frozen=True)

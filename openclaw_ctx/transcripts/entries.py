@@ -79,6 +79,8 @@ class SessionHeader:
     cwd: str | None
     parent_session: str | None
     raw: dict[str, Any]
+    # The line as read, when writing `raw` back would not give the same bytes (spacing, key escapes).
+    source: str | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The header as written to the file (unknown keys kept)."""
@@ -95,7 +97,8 @@ class Entry:
     timestamp: str | None
     line_no: int
     raw: dict[str, Any] = field(repr=False)
-    # The line exactly as read (kept for non-message entries only, which are small).
+    # The line exactly as read: always for non-message entries (small); for a message only when writing
+    # it from its parsed form (`to_json`) would not give the same bytes (key order, JS floats, a v1 line).
     source: str | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:

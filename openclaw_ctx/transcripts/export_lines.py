@@ -33,20 +33,10 @@ from openclaw_ctx.transcripts.custom import (
     summary_data,
 )
 from openclaw_ctx.transcripts.entries import TRANSCRIPT_VERSION, CompactionEntry
-from openclaw_ctx.transcripts.jsonl import read_transcript
+from openclaw_ctx.transcripts.jsonl import dumps, read_transcript
 from openclaw_ctx.transcripts.legacy_summaries import IMPORT_SUMMARIZER
 
-__all__ = ["dumps", "session_lines"]
-
-
-def dumps(obj: Any) -> str:
-    """One JSONL line (UTF-8 unless the object holds a lone surrogate, which survives only as an escape)."""
-    try:
-        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-        line.encode("utf-8")
-        return line
-    except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+__all__ = ["session_lines"]
 
 
 def _compaction_entry_id(summary_id: str) -> str:
@@ -103,7 +93,8 @@ class _Lines:
         self.add(entry | {"customType": custom_type, "data": data})
 
 
-async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> dict[str, Any]:
+async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str | None) -> str:
+    """The header line: as it was read when nothing in it changed, else written from its keys."""
     meta_json, cwd = (
         await conn.execute(select(Session.meta_json, Session.cwd).where(Session.session_id == session.session_id))
     ).one()
@@ -115,7 +106,8 @@ async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str |
         header["cwd"] = cwd or ""
     if parent_path is not None:
         header["parentSession"] = parent_path
-    return header
+    line = meta.get("headerLine")
+    return line if isinstance(line, str) and json.loads(line) == header else dumps(header)
 
 
 async def _messages_by_entry(conn: AsyncConnection, session_key: str, entry_ids: list[str]) -> dict[str, str]:
@@ -134,22 +126,26 @@ async def _messages_by_entry(conn: AsyncConnection, session_key: str, entry_ids:
 async def _stored_lines(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
     rows = (
         await conn.execute(
-            select(TranscriptEntry.entry_type, TranscriptEntry.raw_json)
+            select(TranscriptEntry.entry_type, TranscriptEntry.raw_json, TranscriptEntry.source_line)
             .where(TranscriptEntry.session_id == session.session_id, TranscriptEntry.entry_type != "malformed")
             .order_by(TranscriptEntry.line_no, TranscriptEntry.row_id)
         )
     ).all()
-    envelopes = [json.loads(raw) for kind, raw in rows if kind == "message"]
+    parsed = [json.loads(raw) for _, raw, _ in rows]
+    # A message row holds its envelope; one that kept its `message` (a `system` message, never stored as a
+    # message) is a verbatim line like any other entry.
+    envelopes = [
+        obj for (kind, _, _), obj in zip(rows, parsed, strict=True) if kind == "message" and "message" not in obj
+    ]
     messages = await _messages_by_entry(conn, session.session_key, [str(e.get("id")) for e in envelopes])
-    pending = iter(envelopes)
-    for kind, raw in rows:
-        if kind != "message":
-            out.add(json.loads(raw), raw=raw)
+    for (kind, raw, source_line), envelope in zip(rows, parsed, strict=True):
+        if kind != "message" or "message" in envelope:
+            out.add(envelope, raw=raw)
             continue
-        envelope = next(pending)
         stored = messages.get(str(envelope.get("id")))
         if stored is not None:
-            out.add({**envelope, "message": json.loads(stored)})
+            # Messages are never rewritten, so the line as read is still the entry: written back byte for byte.
+            out.add({**envelope, "message": json.loads(stored)}, raw=source_line)
             out.messages += 1
 
 
@@ -288,5 +284,4 @@ async def session_lines(
     await _stored_lines(conn, session, out)
     await _native_lines(conn, session, out)
     await _context_line(conn, session, out)
-    header = await _header(conn, session, parent_path)
-    return [dumps(header), *out.lines], out.messages
+    return [await _header(conn, session, parent_path), *out.lines], out.messages

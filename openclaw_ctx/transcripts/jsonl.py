@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from openclaw_ctx.transcripts.entries import (
 )
 from openclaw_ctx.transcripts.tree import Transcript
 
-__all__ = ["iter_entries", "iter_lines", "read_transcript", "zstd_lines"]
+__all__ = ["dumps", "iter_entries", "iter_lines", "read_transcript", "zstd_lines"]
 
 _PROGRESS_CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -79,6 +80,16 @@ def zstd_lines(handle: BinaryIO) -> Iterator[bytes]:
 
 class _CorruptArchive(Exception):
     """A compressed transcript whose data stops decoding part way."""
+
+
+def dumps(obj: Any) -> str:
+    """One JSONL line (UTF-8 unless the object holds a lone surrogate, which survives only as an escape)."""
+    try:
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        line.encode("utf-8")
+        return line
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
 def iter_lines(
@@ -212,6 +223,8 @@ def iter_entries(
                     yield TranscriptLineError(name, line_no, str(exc), raw)
                     continue
                 by_index.append(None)
+                if dumps(header.raw) != raw:
+                    header = dataclasses.replace(header, source=raw)
                 yield header
                 continue
             yield TranscriptLineError(name, line_no, _NO_HEADER, raw)
@@ -233,8 +246,8 @@ def iter_entries(
             continue
         seen[entry.id] = line_no
         order.append(entry.id)
-        if not isinstance(entry, MessageEntry):
-            entry.source = raw
+        if not isinstance(entry, MessageEntry) or dumps(entry.to_json()) != raw:
+            entry.source = raw  # a message only when writing it from its parsed form would change a byte
         yield entry
 
 

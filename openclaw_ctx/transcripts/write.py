@@ -6,8 +6,6 @@ Reads decide what is new; every write goes through the store (:mod:`openclaw_ctx
 
 from __future__ import annotations
 
-import json
-
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,6 +38,7 @@ from openclaw_ctx.transcripts.entries import (
     Entry,
     MessageEntry,
 )
+from openclaw_ctx.transcripts.jsonl import dumps
 from openclaw_ctx.transcripts.legacy_summaries import store_time
 from openclaw_ctx.transcripts.report import FileReport
 from openclaw_ctx.transcripts.tree import Transcript, context_message
@@ -91,6 +90,7 @@ async def session_for(conn: AsyncConnection, source: SourceFile, report: FileRep
         engine_id=LEGACY_ENGINE_ID,
         cwd=header.cwd,
         meta={"header": header.raw, "importedFrom": str(source.path)}
+        | ({"headerLine": header.source} if header.source is not None else {})
         | ({"sessionsJson": source.store_entries} if source.store_entries else {}),
         created_at=store_time(header.timestamp),
     )
@@ -129,9 +129,21 @@ async def write_messages(
 
 
 def _entry_line(session_id: str, path: str, entry: Entry, active: set[str]) -> TranscriptLine:
-    raw = entry.source if entry.source is not None else json.dumps(entry.raw, ensure_ascii=False, separators=(",", ":"))
+    # A message's row holds its envelope (the message is in `messages`), and the line as read only when
+    # export would not write it back byte for byte; any other entry's row is its line.
+    is_message = isinstance(entry, MessageEntry)
+    raw = entry.source if entry.source is not None and not is_message else dumps(entry.raw)
     return TranscriptLine(
-        session_id, entry.id, entry.parent_id, entry.type, raw, path, entry.line_no, None, entry.id in active
+        session_id,
+        entry.id,
+        entry.parent_id,
+        entry.type,
+        raw,
+        path,
+        entry.line_no,
+        None,
+        entry.id in active,
+        source_line=entry.source if is_message else None,
     )
 
 

@@ -82,6 +82,7 @@ ADDED_BY_REVISION: dict[str, dict[str, set[str]]] = {
     "0003": {"table": {"turns"}, "index": {"ux_turns_key_turn"}},
     "0004": {"table": {"turn_advancements"}},
     "0005": {},  # a column: turns.prompt_tokens
+    "0006": {},  # a column: transcript_entries.source_line
 }
 EMPTY: dict[str, set[str]] = {"table": set(), "view": set(), "trigger": set(), "index": set()}
 

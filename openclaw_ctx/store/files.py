@@ -90,7 +90,7 @@ def _foreign(path: str, tables: set[str]) -> ForeignDatabaseError:
     if "transcript_events" in tables:
         what = "OpenClaw's agent store (openclaw-agent.sqlite); import it with `openclaw-ctx import PATH`"
     elif {"conversations", "summaries"} <= tables:
-        what = "lossless-claw's lcm.db, which this version cannot import yet"
+        what = "lossless-claw's lcm.db; bring it in with `openclaw-ctx import --lcm-db PATH`"
     else:
         shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
         what = f"some other program's (tables {shown})"

@@ -1,9 +1,12 @@
-"""Moving history in and out: `import` (OpenClaw JSONL transcripts and agent dirs) and `export`."""
+"""Moving history in and out: `import` (OpenClaw transcripts, agent dirs and stores, lossless-claw's lcm.db)
+and `export`."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich import box
@@ -20,6 +23,7 @@ from rich.table import Table
 
 from openclaw_ctx.cli.app import CliState, console, err_console, open_store, run, state_of
 from openclaw_ctx.transcripts import ExportReport, ImportProgress, ImportReport, export_session, import_paths
+from openclaw_ctx.transcripts.lcm_db import LcmImportReport, import_lcm_db
 
 __all__ = ["register"]
 
@@ -36,8 +40,14 @@ def register(app: typer.Typer) -> None:
 def import_command(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(
-        ...,
+        None,
         help="JSONL transcripts, OpenClaw sessions/ or agent directories, an agents/ root, or openclaw-agent.sqlite.",
+        show_default=False,
+    ),
+    lcm_db: Path | None = typer.Option(
+        None,
+        "--lcm-db",
+        help="lossless-claw's lcm.db: its summaries, DAG and context onto the sessions imported (after PATHS).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
 ) -> None:
@@ -53,14 +63,26 @@ def import_command(
     (live, deleted-session archives, cold storage) imports, read-only while the gateway runs, keyed as
     the host keys it; a JSONL file of a session the store also holds is its legacy copy (left out).
 
+    `--lcm-db lcm.db` brings lossless-claw's summary DAG and context onto those sessions: matched by
+    session id and transcript entry id (else stable event key), token counts counted again; whatever
+    matches nothing is reported and left out.
+
     Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
     """
     state = state_of(ctx)
-    report = run(_import(state, paths, show_progress=not as_json))
+    if not paths and lcm_db is None:
+        raise typer.BadParameter("give transcripts to import, --lcm-db, or both", param_hint="PATHS")
+    report, lcm = run(_import(state, paths or [], lcm_db, show_progress=not as_json))
     if as_json:
-        console.print_json(json.dumps(report.to_json(), ensure_ascii=False))
+        data = report.to_json() | ({"lcm": _lcm_json(lcm)} if lcm is not None else {})
+        console.print_json(json.dumps(data, ensure_ascii=False))
     else:
-        console.print(_import_table(report))
+        if paths:
+            console.print(_import_table(report))
+        if lcm is not None:
+            console.print(_lcm_table(lcm))
+    for line in lcm.problems if lcm is not None else []:
+        err_console.print(f"[yellow]lcm.db[/] {line}", highlight=False, markup=True, soft_wrap=True)
     for line in report.notes[:_SHOW_SKIPPED]:
         err_console.print(f"[dim]left out[/] {line}", highlight=False, markup=True, soft_wrap=True)
     if len(report.notes) > _SHOW_SKIPPED:
@@ -69,11 +91,13 @@ def import_command(
         err_console.print(f"[yellow]skipped[/] {line}", highlight=False, markup=True, soft_wrap=True)
     if len(report.skipped) > _SHOW_SKIPPED:
         err_console.print(f"… and {len(report.skipped) - _SHOW_SKIPPED} more skipped lines", highlight=False)
-    if not report.clean:
+    if not report.clean or (lcm is not None and not lcm.clean):
         raise typer.Exit(EXIT_SKIPPED)
 
 
-async def _import(state: CliState, paths: list[Path], *, show_progress: bool) -> ImportReport:
+async def _import(
+    state: CliState, paths: list[Path], lcm_db: Path | None, *, show_progress: bool
+) -> tuple[ImportReport, LcmImportReport | None]:
     store = await open_store(state, bulk_write=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -96,9 +120,33 @@ async def _import(state: CliState, paths: list[Path], *, show_progress: bool) ->
 
     try:
         with progress:
-            return await import_paths(store, paths, progress=update)
+            report = await import_paths(store, paths, progress=update) if paths else ImportReport()
+        return report, await import_lcm_db(store, lcm_db) if lcm_db is not None else None
     finally:
         await store.close()
+
+
+def _lcm_json(report: LcmImportReport) -> dict[str, Any]:
+    return {"path": report.path, "conversations": [asdict(c) for c in report.conversations]}
+
+
+def _lcm_table(report: LcmImportReport) -> Table:
+    table = Table(title=f"lcm.db: {len(report.conversations)} conversation(s)", box=box.SIMPLE_HEAD)
+    table.add_column("session", no_wrap=True)
+    table.add_column("session key", overflow="fold")
+    for column in ("messages", "matched", "summaries", "new", "context"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for c in report.conversations:
+        table.add_row(
+            c.session_id[:8],
+            c.session_key or "—",
+            f"{c.messages:,}",
+            f"{c.messages_matched:,}",
+            f"{c.summaries:,}",
+            f"{c.summaries_new:,}",
+            f"{c.context_items:,}",
+        )
+    return table
 
 
 def _import_table(report: ImportReport) -> Table:

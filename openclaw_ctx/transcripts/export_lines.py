@@ -252,13 +252,11 @@ async def _summary_lines(
 
 async def _context_line(conn: AsyncConnection, session: SessionRow, out: _Lines) -> None:
     """For a lossless projection, an lcm-context entry with its context items (unless the last one says the same)."""
-    context = await context_data(conn, session, _entry_id)
-    if context is None and session.status == "rotated":
-        # A rotated session keeps the context it had when it rotated, while its file ends with the
-        # compaction that rotated it (as OpenClaw's files do): import would rebuild the view after it.
-        context = await context_data(conn, session, _entry_id, always=True)
-        if context is not None and _shape(context) == _file_view(session, out.lines):
-            context = None
+    data, lossless = await context_data(conn, session, _entry_id)
+    # A rotated session keeps the context it had when it rotated, while its file ends with the
+    # compaction that rotated it (as OpenClaw's files do): import would rebuild the view after it.
+    wanted = lossless or (session.status == "rotated" and _shape(data) != _file_view(session, out.lines))
+    context = data if wanted else None
     if context is not None and context != out.context:
         updated = await conn.scalar(select(Session.updated_at).where(Session.session_id == session.session_id))
         out.add_custom(CONTEXT_TYPE, context, updated or session.created_at, f"{session.session_id}\0{dumps(context)}")

@@ -70,12 +70,10 @@ class ContextData(EntryData):
 
 
 async def context_data(
-    conn: AsyncConnection, session: SessionRow, entry_id_of: EntryIdOf, *, always: bool = False
-) -> dict[str, Any] | None:
-    """The lcm-context ``data`` of a session whose projection is lossless-claw's (or any, with `always`), else None.
-
-    That is a session of the lossless engine, or one whose context holds a leaf or condensed node.
-    """
+    conn: AsyncConnection, session: SessionRow, entry_id_of: EntryIdOf
+) -> tuple[dict[str, Any], bool]:
+    """The session's context items as lcm-context ``data``, and whether they are lossless-claw's projection
+    (a session of the lossless engine, or one whose context holds a leaf or condensed node). One query."""
     rows = (
         await conn.execute(
             select(
@@ -93,8 +91,7 @@ async def context_data(
             .order_by(ContextItem.ordinal)
         )
     ).all()
-    if not always and session.engine_id != LOSSLESS_ENGINE_ID and not any(r.kind in _DAG_KINDS for r in rows):
-        return None
+    lossless = session.engine_id == LOSSLESS_ENGINE_ID or any(r.kind in _DAG_KINDS for r in rows)
     items = [
         ContextItemData.model_construct(
             ordinal=r.ordinal,
@@ -106,7 +103,7 @@ async def context_data(
     ]
     data = dump(ContextData.model_construct(engine_id=session.engine_id, items=items))
     data["items"] = [{k: v for k, v in item.items() if v is not None and k != "version"} for item in data["items"]]
-    return data
+    return data, lossless
 
 
 async def _unresolved(scope: RestoreScope, data: ContextData) -> tuple[str | None, dict[str, tuple[int, int]]]:

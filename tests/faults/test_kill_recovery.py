@@ -1,5 +1,6 @@
-"""`kill -9` at random moments of the real CLI (#13 fault suite): replay with both engines, import,
-migrate and backfill. After every kill the store must pass `PRAGMA integrity_check` and
+"""`kill -9` at random moments of the real CLI (#13 fault suite): replay with both engines, import (of
+JSONL files, of an OpenClaw agent store, of lossless-claw's lcm.db onto its transcripts), migrate and
+backfill. After every kill the store must pass `PRAGMA integrity_check` and
 `doctor --deep`, and running the same command again must end exactly where an uninterrupted run
 ends: the same messages (none lost, none twice) and the same state of the key.
 
@@ -10,6 +11,7 @@ failure names a moment that can be replayed; `OPENCLAW_CTX_FAULT_KILLS` sets the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -21,11 +23,13 @@ from pathlib import Path
 
 import pytest
 from fault_kit import cli, integrity, message_fingerprint, no_traceback, popen, record, write_transcript
+from host_agent_store import add_session, create_store
 
 pytestmark = pytest.mark.slow
 
 KILLS = int(os.environ.get("OPENCLAW_CTX_FAULT_KILLS", "4"))
 BUDGET = "4000"
+LCM_FIXTURE = Path(__file__).parents[1] / "fixtures" / "lcm"
 STARTUP_S = 0.45  # the CLI's import time: a kill before it only kills Python
 
 
@@ -46,6 +50,27 @@ def _legacy_history(db: Path, transcripts: list[Path]) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def _agent_store(transcripts: list[Path]) -> Path:
+    """The transcripts as OpenClaw 2026.9 keeps them: sessions of one agent store."""
+    store = create_store(transcripts[0].parent / "openclaw-agent.sqlite")
+    for i, transcript in enumerate(transcripts):
+        lines = transcript.read_text(encoding="utf-8").splitlines()
+        add_session(store, json.loads(lines[0])["id"], f"agent:main:k{i}", lines)
+    return store
+
+
+def _lcm_db(transcripts: list[Path]) -> Path:
+    """lossless-claw's fixture database without its lcm-only message, so the uninterrupted run is clean."""
+    copy = shutil.copy(LCM_FIXTURE / "lcm.db", transcripts[0].parent / "lcm.db")
+    with contextlib.closing(sqlite3.connect(copy)) as conn:
+        conn.execute(
+            "DELETE FROM context_items WHERE message_id IN (SELECT message_id FROM messages WHERE seq = 10000)"
+        )
+        conn.execute("DELETE FROM messages WHERE seq = 10000")
+        conn.commit()
+    return Path(copy)
+
+
 SCENARIOS: dict[str, Scenario] = {
     # name: (prepare the starting store, the command, whether the key's context must equal exactly)
     "replay legacy": (None, lambda t: ["replay", str(t[0]), "--key", "k", "--budget", BUDGET], False),
@@ -55,6 +80,8 @@ SCENARIOS: dict[str, Scenario] = {
         False,
     ),
     "import": (None, lambda t: ["import", *map(str, t)], True),
+    "import agent store": (None, lambda t: ["import", str(_agent_store(t))], True),
+    "import lcm.db": (None, lambda t: ["import", str(LCM_FIXTURE / "state"), "--lcm-db", str(_lcm_db(t))], True),
     "migrate": (_legacy_history, lambda t: ["migrate", "--key", "k", "--to", "lossless-claw"], False),
     "backfill": (_legacy_history, lambda t: ["backfill", "--key", "k", "--budget", BUDGET], False),
 }

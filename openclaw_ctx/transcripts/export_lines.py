@@ -106,6 +106,8 @@ async def _header(conn: AsyncConnection, session: SessionRow, parent_path: str |
         header["cwd"] = cwd or ""
     if parent_path is not None:
         header["parentSession"] = parent_path
+    if isinstance(header.get("version"), int) and header["version"] < TRANSCRIPT_VERSION:
+        header["version"] = TRANSCRIPT_VERSION  # its lines were upgraded on import (ids, custom messages)
     line = meta.get("headerLine")
     return line if isinstance(line, str) and json.loads(line) == header else dumps(header)
 

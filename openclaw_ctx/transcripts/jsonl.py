@@ -228,7 +228,8 @@ def iter_entries(
                 yield header
                 continue
             yield TranscriptLineError(name, line_no, _NO_HEADER, raw)
-        if header is not None and header.version < TRANSCRIPT_VERSION:
+        upgraded = header is not None and header.version < TRANSCRIPT_VERSION
+        if upgraded:
             _legacy_upgrade(obj, line_no, order[-1] if order else None, by_index)
         entry_id, parent = obj.get("id"), obj.get("parentId")
         by_index.append(entry_id if isinstance(entry_id, str) else None)
@@ -246,7 +247,9 @@ def iter_entries(
             continue
         seen[entry.id] = line_no
         order.append(entry.id)
-        if not isinstance(entry, MessageEntry) or dumps(entry.to_json()) != raw:
+        if upgraded:
+            pass  # written back upgraded, under a current header: the line as read would lose its new ids
+        elif not isinstance(entry, MessageEntry) or dumps(entry.to_json()) != raw:
             entry.source = raw  # a message only when writing it from its parsed form would change a byte
         yield entry
 

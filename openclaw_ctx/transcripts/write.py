@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from openclaw_ctx._ids import LEGACY_ENGINE_ID
+from openclaw_ctx._ids import LEGACY_ENGINE_ID, LOSSLESS_ENGINE_ID
 from openclaw_ctx.store.models import ContextItem, Session, Summary, TranscriptEntry
 from openclaw_ctx.store.repo import (
     HOST_ROTATION_REASON,
@@ -183,7 +183,8 @@ async def write_context(
     """Replace the session's context items (only when something changed).
 
     With an lcm-context entry on the branch (`projection`) they are what it records, and the session
-    becomes that engine's; otherwise they are buildSessionContext's view.
+    becomes that engine's; a session already holding lossless-claw's projection keeps it, with the new
+    messages at its tail; otherwise they are buildSessionContext's view.
     """
     if (
         not changed
@@ -194,9 +195,34 @@ async def write_context(
     if projection is not None:
         engine_id, items = projection
         await set_session_engine(conn, session, engine_id)
+    elif (kept := await _dag_projection(conn, session)) is not None:
+        # lossless-claw's projection (its runtime's, or an lcm.db import's) is not rebuilt from the file:
+        # the messages new to the store join its tail, as its ingest would add them.
+        tail = [ids[e.id] for e in t.context_entries() if e.id in ids and ids[e.id].inserted]
+        start = kept[-1].ordinal + 1 if kept else 0
+        items = kept + [RestoredItem(start + n, "message", r.message_id, r.token_count) for n, r in enumerate(tail)]
     else:
         items = await _built_context(conn, t, ids, summaries)
     await replace_context_items(conn, session.session_id, items)
+
+
+async def _dag_projection(conn: AsyncConnection, session: SessionRow) -> list[RestoredItem] | None:
+    """The session's context items when they are lossless-claw's projection, else None."""
+    rows = (
+        await conn.execute(
+            select(ContextItem.ordinal, ContextItem.item_type, ContextItem.message_id, ContextItem.summary_id)
+            .add_columns(ContextItem.token_count, Summary.kind)
+            .outerjoin(Summary, Summary.summary_id == ContextItem.summary_id)
+            .where(ContextItem.session_id == session.session_id)
+            .order_by(ContextItem.ordinal)
+        )
+    ).all()
+    if not rows or (session.engine_id != LOSSLESS_ENGINE_ID and not any(r.kind in ("leaf", "condensed") for r in rows)):
+        return None
+    return [
+        RestoredItem(r.ordinal, r.item_type, r.message_id if r.item_type == "message" else r.summary_id, r.token_count)
+        for r in rows
+    ]
 
 
 async def _built_context(

@@ -165,3 +165,24 @@ def test_a_file_that_is_not_an_lcm_db_is_a_clear_error(tmp_path: Path, cli_invok
     result = cli_invoke("--db", str(tmp_path / "ctx.db"), "import", "--lcm-db", str(other))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "not lossless-claw's lcm.db" in result.stderr
+
+
+def test_a_later_transcript_import_keeps_the_dag_context_and_adds_the_new_turn(
+    tmp_path: Path, cli_invoke: Callable[..., Result]
+) -> None:
+    state = tmp_path / "copy" / "state"
+    shutil.copytree(STATE, state)
+    db = tmp_path / "ctx.db"
+    cli_invoke("--db", str(db), "import", str(state), "--lcm-db", str(LCM))
+    before = our_dag(db)["context"]
+    transcript = state / "agents/main/sessions/5e55a001-0000-4000-8000-000000000001.jsonl"
+    last = json.loads(transcript.read_text(encoding="utf-8").splitlines()[-1])
+    turn = {"role": "user", "content": "one more question", "timestamp": 1796000000000}
+    line = {"type": "message", "id": "later-1", "parentId": last["id"], "timestamp": "2026-12-01T00:00Z"}
+    with transcript.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line | {"message": turn}) + "\n")
+    result = cli_invoke("--db", str(db), "import", str(state), "--json")
+    assert json.loads(result.stdout)["messages_new"] == 1
+    assert our_dag(db)["context"] == [*before[:5], (1, "later-1"), *before[5:]]
+    deep = json.loads(cli_invoke("--db", str(db), "doctor", "--deep", "--json").stdout)
+    assert {c["name"]: c for c in deep["checks"]}["deep check"]["status"] == "ok"

@@ -81,7 +81,7 @@ def test_the_dag_and_context_lossless_claw_built_land_whole(imported: tuple[Path
     assert result.exit_code == 2, result.output  # the stray lcm-only message is reported
     lcm = json.loads(result.stdout)["lcm"]
     assert [c["problems"] for c in lcm["conversations"]] == [
-        [STRAY, "1 context items point at rows left out; they are dropped"],
+        [STRAY, "1 context items are messages only lcm.db holds; they are dropped"],
         [],
     ]
     assert [(c["summaries"], c["summaries_new"]) for c in lcm["conversations"]] == [(5, 5), (2, 2)]
@@ -186,3 +186,83 @@ def test_a_later_transcript_import_keeps_the_dag_context_and_adds_the_new_turn(
     assert our_dag(db)["context"] == [*before[:5], (1, "later-1"), *before[5:]]
     deep = json.loads(cli_invoke("--db", str(db), "doctor", "--deep", "--json").stdout)
     assert {c["name"]: c for c in deep["checks"]}["deep check"]["status"] == "ok"
+
+
+def _altered(tmp_path: Path, *statements: str) -> Path:
+    lcm = tmp_path / "lcm.db"
+    shutil.copy(LCM, lcm)
+    con = sqlite3.connect(lcm)
+    con.execute("PRAGMA foreign_keys = OFF")
+    for statement in statements:
+        con.execute(statement)
+    con.commit()
+    con.close()
+    return lcm
+
+
+def test_an_older_lcm_db_without_later_columns_imports(tmp_path: Path, cli_invoke: Callable[..., Result]) -> None:
+    lcm = _altered(
+        tmp_path,
+        "DROP INDEX messages_stable_event_key_unique",
+        "ALTER TABLE messages DROP COLUMN stable_event_key",
+    )
+    db = tmp_path / "ctx.db"
+    result = cli_invoke("--db", str(db), "import", str(STATE), "--lcm-db", str(lcm), "--json")
+    assert [c["summaries_new"] for c in json.loads(result.stdout)["lcm"]["conversations"]] == [5, 2]
+
+
+def test_rows_naming_what_is_not_there_are_reported_not_a_traceback(
+    tmp_path: Path, cli_invoke: Callable[..., Result]
+) -> None:
+    lcm = _altered(
+        tmp_path,
+        "INSERT INTO summary_messages VALUES ('sum_nope', 1, 0)",
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (99, 0, 'message', 1)",
+        "UPDATE summaries SET file_ids = '{broken' WHERE kind = 'condensed'",
+        # A live ingest whose tool call id is also another message's: never matched twice.
+        "UPDATE messages SET transcript_entry_id = NULL, stable_event_key = 'call_5e55_1' WHERE message_id = 13",
+    )
+    db = tmp_path / "ctx.db"
+    result = cli_invoke("--db", str(db), "import", str(STATE), "--lcm-db", str(lcm), "--json")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    problems = "\n".join(
+        [*json.loads(result.stdout)["lcm"]["orphans"]]
+        + [p for c in json.loads(result.stdout)["lcm"]["conversations"] for p in c["problems"]]
+    )
+    assert "an edge of summary 'sum_nope', which does not exist" in problems
+    assert "a context item of conversation 99, which does not exist" in problems
+    assert "2 of 65 lcm messages match no stored message" in problems
+    assert "context not imported: it holds summary" in problems  # its node lost a source
+    deep = json.loads(cli_invoke("--db", str(db), "doctor", "--deep", "--json").stdout)
+    assert {c["name"]: c for c in deep["checks"]}["deep check"]["status"] == "ok"
+
+
+def test_a_summary_built_on_another_conversations_node_lands(tmp_path: Path, cli_invoke: Callable[..., Result]) -> None:
+    # One key's two sessions (the second continues the first): a node of the second condenses the first's.
+    state = tmp_path / "copy" / "state"
+    shutil.copytree(STATE, state)
+    sessions = state / "agents/main/sessions"
+    listing = json.loads((sessions / "sessions.json").read_text(encoding="utf-8"))
+    listing.pop("agent:main:telegram:direct:42")
+    (sessions / "sessions.json").write_text(json.dumps(listing), encoding="utf-8")
+    second = sessions / "5e55a002-0000-4000-8000-000000000002.jsonl"
+    lines = second.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0]) | {"parentSession": "5e55a001-0000-4000-8000-000000000001.jsonl"}
+    second.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    lcm = _altered(
+        tmp_path,
+        "UPDATE conversations SET active = 0 WHERE conversation_id = 1",  # lossless-claw archives on rotation
+        "UPDATE conversations SET session_key = 'agent:main:main' WHERE conversation_id = 2",
+        "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, created_at)"
+        " VALUES ('sum_cross', 2, 'condensed', 2, 'both sessions in one node', 9, '2026-12-07 01:59:00')",
+        "INSERT INTO summary_parents SELECT 'sum_cross', summary_id, 0 FROM summaries WHERE kind = 'condensed'"
+        " AND conversation_id = 1",
+    )
+    db = tmp_path / "ctx.db"
+    result = cli_invoke("--db", str(db), "import", str(state), "--lcm-db", str(lcm), "--json")
+    conversations = json.loads(result.stdout)["lcm"]["conversations"]
+    assert [c["summaries_new"] for c in conversations] == [5, 3], conversations
+    [(created, descendants)] = rows(
+        db, "SELECT created_at, descendant_count FROM summaries WHERE summary_id = 'sum_cross'"
+    )
+    assert created == "2026-12-07T01:59:00.000Z" and descendants == 5  # the condensed node and its 4 leaves

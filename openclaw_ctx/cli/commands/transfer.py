@@ -127,7 +127,7 @@ async def _import(
 
 
 def _lcm_json(report: LcmImportReport) -> dict[str, Any]:
-    return {"path": report.path, "conversations": [asdict(c) for c in report.conversations]}
+    return {"path": report.path, "conversations": [asdict(c) for c in report.conversations], "orphans": report.orphans}
 
 
 def _lcm_table(report: LcmImportReport) -> Table:

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from openclaw_ctx.contract.targets import SessionTarget
 from openclaw_ctx.errors import HostStoreError, MissingDependencyError
+from openclaw_ctx.store.files import read_only_url
 from openclaw_ctx.transcripts.entries import SessionHeader, TranscriptLineError
 from openclaw_ctx.transcripts.jsonl import iter_entries, read_transcript, zstd_lines
 from openclaw_ctx.transcripts.tree import Transcript
@@ -280,7 +281,9 @@ def _cold_bytes(con: sqlite3.Connection, where: HostSession) -> bytes | None:
         return None
     storage, blob, name = row
     if storage == "sqlite":
-        return bytes(blob)
+        if not isinstance(blob, bytes):
+            raise HostStoreError(f"{where.name}: its cold-storage row has no archive_blob")
+        return blob
     # OpenClaw keeps the file in the agent's session directory: agents/<id>/sessions/cold/<name>.
     agent_dir = where.store_path.parent.parent if where.store_path.parent.name == "agent" else where.store_path.parent
     file = agent_dir / "sessions" / "cold" / str(name)
@@ -321,7 +324,7 @@ def open_agent_store(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise HostStoreError(f"{path}: the host's agent store does not exist")
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con = sqlite3.connect(read_only_url(path), uri=True)
         tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
         raise HostStoreError(f"{path}: not readable as OpenClaw's agent store ({exc})") from exc

@@ -134,7 +134,8 @@ def _read_sessions_json(folder: Path, problems: list[str]) -> dict[Path | HostSe
         marker = parse_session_file_marker(entry.get("sessionFile")) if isinstance(entry, dict) else None
         if marker is not None:
             # The marker names the store where it was written; a copied agent directory has it beside.
-            candidates = (marker.store_path, agent_database_path(path))
+            # The store beside the sessions/ folder first: importing a copy must not read the live store.
+            candidates = (agent_database_path(path), marker.store_path)
             store = next((c for c in candidates if c.is_file()), None)
             if store is None:
                 problems.append(f"{path}: session key {key!r}: agent store {marker.store_path} not found")
@@ -174,6 +175,7 @@ def _why_not_a_transcript(path: Path) -> str:
 
 def _host_sources(store: Path, found: dict[str, SourceFile], problems: list[str]) -> int:
     """Add every session of an agent store to `found`; how many it holds."""
+    store = store.resolve()  # one name per store, however it was reached (a path given, a marker)
     try:
         listings = list_host_sessions(store)
     except HostStoreError as exc:

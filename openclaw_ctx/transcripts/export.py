@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx._files import database_files, guard_output, write_atomic
 from openclaw_ctx._time import ms_from_iso
@@ -106,12 +107,29 @@ def _update_sessions_json(folder: Path, key: str, head: SessionRow, head_path: P
     # A bare file's pseudo-key (`file:<id>`) is ours, not OpenClaw's: it is never written there.
     wanted = dict(imported) if imported else ({} if key.startswith(BARE_KEY_PREFIX) else {key: {}})
     for name, stored in wanted.items():
-        entry = {**(data.get(name) or {}), **(stored if isinstance(stored, dict) else {})}
+        existing = data.get(name)
+        entry = {**(existing if isinstance(existing, dict) else {}), **(stored if isinstance(stored, dict) else {})}
         entry.setdefault("updatedAt", ms_from_iso(head.created_at) or 0)
         entry.update({"sessionId": head.session_id, "sessionFile": str(head_path)})
         data[name] = entry
     _write_atomic(path, [json.dumps(data, ensure_ascii=False, indent=2)])
     return path
+
+
+async def _imported_entries(conn: AsyncConnection, newest_first: list[SessionRow]) -> dict[str, Any] | None:
+    """The `sessions.json` entries the chain was imported with: the newest session's that has them (a
+    rotation after the import starts a session without them)."""
+    ids = [s.session_id for s in newest_first]
+    metas = dict(
+        (await conn.execute(select(Session.session_id, Session.meta_json).where(Session.session_id.in_(ids))))
+        .tuples()
+        .all()
+    )
+    for session_id in ids:
+        meta = json.loads(metas.get(session_id) or "{}")
+        if isinstance(meta, dict) and isinstance(meta.get("sessionsJson"), dict):
+            return dict(meta["sessionsJson"])
+    return None
 
 
 async def export_session(
@@ -174,10 +192,7 @@ async def export_session(
             paths[session.session_id] = target
             report.files.append(_exported(target, session, lines, messages))
         head = await active_session(conn, session_key) or chain[-1]
-        meta = json.loads(
-            await conn.scalar(select(Session.meta_json).where(Session.session_id == head.session_id)) or "{}"
-        )
-        imported = meta.get("sessionsJson") if isinstance(meta, dict) else None
+        imported = await _imported_entries(conn, [head, *reversed(chain)])
         written = await asyncio.to_thread(
             _update_sessions_json, out, session_key, head, paths[head.session_id], imported or {}
         )

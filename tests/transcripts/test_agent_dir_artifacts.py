@@ -167,3 +167,23 @@ def test_sessions_json_entries_come_back_whole_on_export(tmp_path: Path) -> None
     bare = _cli(tmp_path, "--db", "ctx.db", "export", "--key", "file:bare", "--out", str(tmp_path / "bare-out"))
     assert bare.returncode == 0, bare.stderr
     assert json.loads((tmp_path / "bare-out" / "sessions.json").read_text()) == {}
+
+
+def test_the_entries_survive_a_rotation_after_the_import_and_a_foreign_listing(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "run.jsonl").write_bytes(_transcript("run", ["cron says", "done", "and more"]))
+    entry = {"sessionId": "run", "updatedAt": 1_767_225_600_123, "lastChannel": "telegram", "label": "nightly"}
+    (sessions / "sessions.json").write_text(json.dumps({"cron:nightly": entry}))
+    assert _cli(tmp_path, "--db", "ctx.db", "import", str(sessions)).returncode == 0
+    migrated = _cli(tmp_path, "--db", "ctx.db", "migrate", "--key", "cron:nightly", "--to", "lossless-claw")
+    assert migrated.returncode == 0, migrated.stderr  # a new session, with no imported meta of its own
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sessions.json").write_text(json.dumps({"cron:nightly": ["not", "an", "object"], "other": {"x": 1}}))
+    exported = _cli(tmp_path, "--db", "ctx.db", "export", "--key", "cron:nightly", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    back = json.loads((out / "sessions.json").read_text())
+    assert back["other"] == {"x": 1}
+    assert back["cron:nightly"]["lastChannel"] == "telegram" and back["cron:nightly"]["label"] == "nightly"
+    assert back["cron:nightly"]["sessionId"] != "run"  # the head of the chain, written last

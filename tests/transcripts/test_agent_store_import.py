@@ -4,6 +4,7 @@ host keys it, through the real CLI into a real store file."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -143,3 +144,29 @@ def test_a_sessions_json_marker_leads_to_the_store_beside_it(state: State, cli_i
     assert result.exit_code == 0, result.output
     found = sessions(state.db)
     assert {REAL, state.successor} <= set(found) and found[state.successor][0] == MAIN
+
+
+def test_a_relative_path_imports_each_session_once(
+    state: State, cli_invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store is reached twice, from the directory walk and from the sessions.json marker.
+    monkeypatch.chdir(state.root.parent)
+    result = cli_invoke("--db", str(state.db), "import", "state/agents", "--json")
+    report = json.loads(result.stdout)
+    assert report["files"] == 4 and report["messages_duplicate"] == 0, report
+
+
+def test_a_copied_agent_directory_reads_its_own_store_not_the_one_its_marker_names(
+    state: State, cli_invoke: Callable[..., Result], tmp_path: Path
+) -> None:
+    # The marker names the live store (the path where the gateway runs); the copy beside wins.
+    listing = state.legacy_copy.parent / "sessions.json"
+    entries = json.loads(listing.read_text(encoding="utf-8"))
+    entries[MAIN]["sessionFile"] = f"sqlite:main:{state.successor}:{state.store}"
+    listing.write_text(json.dumps(entries), encoding="utf-8")
+    copy = tmp_path / "backup"
+    shutil.copytree(state.root, copy)
+    result = cli_invoke("--db", str(state.db), "import", str(copy / "agents/main/sessions"), "--json")
+    assert result.exit_code == 0, result.output
+    files = {f["path"].split("#")[0] for f in json.loads(result.stdout)["perFile"]}
+    assert files == {str((copy / "agents/main/agent/openclaw-agent.sqlite").resolve())}, files

@@ -3,8 +3,8 @@
 :mod:`.jsonl` streams a file into the typed entries of :mod:`.entries`; :mod:`.tree` walks the active
 branch and rebuilds the model context; :mod:`.discover` finds the files of agent directories;
 :mod:`.importer` and :mod:`.export` move them in and out (:mod:`.agent_store` reads the transcripts
-OpenClaw 2026.9 keeps in SQLite); :mod:`.custom` holds the ``openclaw-ctx/*``
-entries that carry the rows a plain transcript cannot.
+OpenClaw 2026.9 keeps in SQLite, :mod:`.lcm_db` brings lossless-claw's own database onto them);
+:mod:`.custom` holds the ``openclaw-ctx/*`` entries that carry the rows a plain transcript cannot.
 """
 
 from openclaw_ctx.transcripts.agent_store import (
@@ -36,6 +36,7 @@ from openclaw_ctx.transcripts.export import ExportedFile, ExportReport, export_s
 from openclaw_ctx.transcripts.host_turns import with_host_entry_ids
 from openclaw_ctx.transcripts.importer import import_host_session, import_paths, import_transcript
 from openclaw_ctx.transcripts.jsonl import iter_entries, iter_lines, read_transcript
+from openclaw_ctx.transcripts.lcm_db import LcmImportReport, import_lcm_db
 from openclaw_ctx.transcripts.legacy_summaries import IMPORT_SUMMARIZER, legacy_summary_id
 from openclaw_ctx.transcripts.report import FileReport, ImportProgress, ImportReport, ProgressCallback
 from openclaw_ctx.transcripts.tree import SessionContext, Transcript, context_message
@@ -58,6 +59,7 @@ __all__ = [
     "ImportProgress",
     "ImportReport",
     "LabelEntry",
+    "LcmImportReport",
     "MessageEntry",
     "ModelChangeEntry",
     "ProgressCallback",
@@ -75,6 +77,7 @@ __all__ = [
     "export_session",
     "host_session_of",
     "import_host_session",
+    "import_lcm_db",
     "import_paths",
     "import_transcript",
     "iter_entries",

@@ -120,11 +120,8 @@ async def _imported_entries(conn: AsyncConnection, newest_first: list[SessionRow
     """The `sessions.json` entries the chain was imported with: the newest session's that has them (a
     rotation after the import starts a session without them)."""
     ids = [s.session_id for s in newest_first]
-    metas = dict(
-        (await conn.execute(select(Session.session_id, Session.meta_json).where(Session.session_id.in_(ids))))
-        .tuples()
-        .all()
-    )
+    rows = await conn.execute(select(Session.session_id, Session.meta_json).where(Session.session_id.in_(ids)))
+    metas: dict[str, str | None] = dict(rows.all())
     for session_id in ids:
         meta = json.loads(metas.get(session_id) or "{}")
         if isinstance(meta, dict) and isinstance(meta.get("sessionsJson"), dict):

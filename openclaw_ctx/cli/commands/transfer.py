@@ -67,7 +67,8 @@ def import_command(
     session id and transcript entry id (else stable event key), token counts counted again; whatever
     matches nothing is reported and left out.
 
-    Exit status 2 when lines or files were skipped: each is listed as file:line: reason and kept verbatim.
+    Exit status 2 when lines or files were skipped (each listed as file:line: reason and kept verbatim)
+    or lcm.db rows were left out (each named).
     """
     state = state_of(ctx)
     if not paths and lcm_db is None:

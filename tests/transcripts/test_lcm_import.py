@@ -24,6 +24,7 @@ from openclaw_ctx.tokens import get_counter
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "lcm"
 LCM, STATE = FIXTURE / "lcm.db", FIXTURE / "state"
+LCM_1_0 = FIXTURE / "lcm-1.0.0-beta.4.db"  # the same transcripts through lossless-claw 1.0.0-beta.4's code
 STRAY = "1 of 65 lcm messages match no stored message (first: lcm message 89, user, no entry id); they are left out"
 
 
@@ -266,3 +267,19 @@ def test_a_summary_built_on_another_conversations_node_lands(tmp_path: Path, cli
         db, "SELECT created_at, descendant_count FROM summaries WHERE summary_id = 'sum_cross'"
     )
     assert created == "2026-12-07T01:59:00.000Z" and descendants == 5  # the condensed node and its 4 leaves
+
+
+def test_lossless_claw_1_0_beta_writes_the_same_tables_and_they_land_the_same(
+    tmp_path: Path, cli_invoke: Callable[..., Result]
+) -> None:
+    db = tmp_path / "ctx.db"
+    result = cli_invoke("--db", str(db), "import", str(STATE), "--lcm-db", str(LCM_1_0), "--json")
+    assert [c["problems"] for c in json.loads(result.stdout)["lcm"]["conversations"]] == [
+        [STRAY, "1 context items are messages only lcm.db holds; they are dropped"],
+        [],
+    ]
+    assert our_dag(db) == lcm_dag(LCM_1_0)
+    shape = {k: len(v) for k, v in our_dag(db).items()}
+    assert shape == {"summaries": 7, "covers": 80, "parents": 4, "context": 11}
+    deep = json.loads(cli_invoke("--db", str(db), "doctor", "--deep", "--json").stdout)
+    assert {c["name"]: c for c in deep["checks"]}["deep check"]["status"] == "ok"

@@ -18,11 +18,13 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from openclaw_ctx._version import __version__
 from openclaw_ctx.config import OpenClawConfig, default_db_path, load_config
 from openclaw_ctx.errors import OpenClawCtxError
 from openclaw_ctx.store.store import Store, database_path
+from openclaw_ctx.store.upgrade_progress import upgrade_progress
 
 __all__ = ["CliState", "app", "console", "err_console", "known_engine", "main", "open_store", "run", "state_of"]
 
@@ -159,6 +161,36 @@ async def open_store(state: CliState, *, upgrade: bool = True, bulk_write: bool 
     return store
 
 
+class UpgradeBar:
+    """Draws a long schema-upgrade step (a full-text index rebuilt) on stderr, whichever command opened
+    the store; a step of one batch or less is not worth a bar and draws nothing."""
+
+    MIN_UNITS = 5000
+
+    def __init__(self) -> None:
+        self._progress: Progress | None = None
+        self._tasks: dict[str, TaskID] = {}
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if total <= self.MIN_UNITS and what not in self._tasks:
+            return
+        if self._progress is None:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=err_console,
+            )
+            self._progress.start()
+        if what not in self._tasks:
+            self._tasks[what] = self._progress.add_task(what, total=total)
+        self._progress.update(self._tasks[what], completed=done, total=total)
+        if done >= total:
+            self._progress.stop()
+            self._progress, self._tasks = None, {}
+
+
 def _load_commands() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(app)
@@ -168,6 +200,7 @@ def main() -> None:
     """Console-script entry point."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     _load_commands()
+    upgrade_progress.set(UpgradeBar())
     try:
         app(standalone_mode=True)
     except OpenClawCtxError as exc:  # raised outside `run` (a command reading the config first): no traceback

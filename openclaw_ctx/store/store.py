@@ -34,6 +34,7 @@ from openclaw_ctx.store.files import (
     wrap_db_errors,
 )
 from openclaw_ctx.store.locks import ProcessLocks
+from openclaw_ctx.store.upgrade_progress import upgrade_progress
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
 __all__ = ["BUSY_TIMEOUT_MS", "SchemaState", "Store", "alembic_config", "database_path", "wrap_db_errors"]
@@ -187,9 +188,13 @@ class Store:
         await self._alembic(lambda cfg: command.downgrade(cfg, revision))
 
     async def _alembic(self, action: Any) -> None:
+        # Read here, in the caller's context: the migration itself runs in SQLAlchemy's greenlet.
+        progress = upgrade_progress.get()
+
         def run(sync_conn: Connection) -> None:
             cfg = alembic_config()
             cfg.attributes["connection"] = sync_conn
+            cfg.attributes["progress"] = progress
             action(cfg)
 
         self.require_writable()

@@ -83,6 +83,7 @@ ADDED_BY_REVISION: dict[str, dict[str, set[str]]] = {
     "0004": {"table": {"turn_advancements"}},
     "0005": {},  # a column: turns.prompt_tokens
     "0006": {},  # a column: transcript_entries.source_line
+    "0007": {},  # both FTS tables declared again (content="…"), same names and shadow tables
 }
 EMPTY: dict[str, set[str]] = {"table": set(), "view": set(), "trigger": set(), "index": set()}
 

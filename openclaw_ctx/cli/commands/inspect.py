@@ -1,29 +1,35 @@
-"""Inspection commands: ``doctor``, ``sessions``, ``show``, ``sql``.
+"""Inspection commands: ``doctor``, ``sessions``, ``show``, ``sql``, ``datasette``.
 
 None of them changes the database: ``doctor`` opens it without migrating, ``sessions`` and ``show``
-refuse an out-of-date schema instead of upgrading it, and ``sql`` opens the file read-only.
+refuse an out-of-date schema instead of upgrading it, and ``sql`` and datasette open the file read-only.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import signal
+import subprocess
 import sys
+import tempfile
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx import registry
-from openclaw_ctx.cli.app import CliState, console, run, state_of
+from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
 from openclaw_ctx.config import OpenClawConfig, default_config_path
 from openclaw_ctx.contract import EngineContext, supports
 from openclaw_ctx.errors import NotFoundError, StoreError
 from openclaw_ctx.inspect import doctor as doctor_mod
+from openclaw_ctx.inspect.datasette import INSTALL_HINT, datasette_executable, metadata_for, serve_command
 from openclaw_ctx.inspect.doctor import EngineFacts
 from openclaw_ctx.inspect.sql import QueryLimitError, QueryResult, query
 from openclaw_ctx.store import repo
@@ -300,9 +306,76 @@ def sql(
         _print_result(result, fmt)
 
 
+# --- datasette -----------------------------------------------------------------------------------
+
+
+async def _servable(db: Path) -> str | None:
+    """Refuse what datasette should not be pointed at; a warning when the schema predates the FTS declarations."""
+    if not db.is_file():  # noqa: ASYNC240 (one stat, before anything runs)
+        raise StoreError(f"{db}: no database file (the README's main job makes one: `openclaw-ctx --db {db} replay …`)")
+    store = await Store.connect(db)
+    try:
+        state = await store.schema_state()
+    finally:
+        await store.engine.dispose()
+    if state.known and not state.up_to_date:
+        return (
+            f"{db}: schema at {state.current or 'empty'}, head is {state.head}; datasette's search works through the "
+            "metadata, but run `openclaw-ctx db upgrade` so other SQL tools (sqlite-utils) find the full-text tables"
+        )
+    return None
+
+
+def datasette(
+    ctx: typer.Context,
+    port: int = typer.Option(8001, "--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
+    open_browser: bool = typer.Option(False, "--open", "-o", help="Open the page in a browser."),
+    print_metadata: bool = typer.Option(
+        False, "--print-metadata", help="Print the metadata for this database (for your own `datasette -m`) and exit."
+    ),
+    extra: list[str] = typer.Argument(
+        None, metavar="[-- DATASETTE_OPTIONS]", help="More `datasette serve` options, after `--`.", show_default=False
+    ),
+) -> None:
+    """Browse and search the database in Datasette, read-only on 127.0.0.1.
+
+    Full-text search on messages and summaries, facets, and docs/sql.md's queries as canned queries,
+    from the metadata shipped with openclaw-ctx.
+    Datasette is an optional extra: pip install 'openclaw-ctx\\[datasette]'.
+    """
+    db = state_of(ctx).db
+    if print_metadata:
+        print(json.dumps(metadata_for(db), indent=2, ensure_ascii=False))
+        return
+    warning = run(_servable(db))
+    if warning:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    executable = datasette_executable()
+    if executable is None:
+        err_console.print(
+            f"[bold red]error:[/] datasette is not installed: {escape(INSTALL_HINT)}", highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(1)
+    with tempfile.TemporaryDirectory(prefix="openclaw-ctx-datasette-") as tmp:
+        metadata = Path(tmp) / "metadata.json"
+        metadata.write_text(json.dumps(metadata_for(db), ensure_ascii=False), encoding="utf-8")
+        command = serve_command(executable, db, metadata, port=port, open_browser=open_browser, extra=extra or [])
+        if port:
+            err_console.print(f"serving {db} read-only at http://127.0.0.1:{port}/{db.stem} (Ctrl-C stops it)")
+        child = subprocess.Popen(command)
+        # A SIGTERM for this process is for datasette too: never leave it serving on its own.
+        signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum))
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:  # the terminal sent Ctrl-C to datasette too: let it finish
+            code = child.wait()
+    raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
     """Add the inspection commands to `app`."""
     app.command("doctor")(doctor)
     app.command("sessions")(sessions)
     app.command("show")(show)
     app.command("sql")(sql)
+    app.command("datasette")(datasette)

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+from crash_harness import copy_database
 from test_sql_datasette import as_datasette
 from test_sql_docs import writing
 
@@ -59,18 +59,12 @@ def readme_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "demo.db"
 
 
-def _copy(db: Path, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{db}{suffix}").exists():
-            shutil.copy(f"{db}{suffix}", target / f"demo.db{suffix}")
-    return target / "demo.db"
-
-
 @pytest.fixture
 def demo(readme_db: Path, tmp_path: Path) -> Path:
     """A private copy named demo.db (the name the document's commands use), in its own folder."""
-    return _copy(readme_db, tmp_path / "live")
+    (tmp_path / "live").mkdir()
+    copy_database(readme_db, tmp_path / "live" / "demo.db")
+    return tmp_path / "live" / "demo.db"
 
 
 def grep(db: Path, words: str, scope: str) -> set[tuple[str, ...]]:

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx import registry
 from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
+from openclaw_ctx.cli.commands.db import schema_state
 from openclaw_ctx.config import OpenClawConfig, default_config_path
 from openclaw_ctx.contract import EngineContext, supports
 from openclaw_ctx.errors import NotFoundError, StoreError
@@ -311,13 +312,7 @@ def sql(
 
 async def _servable(db: Path) -> str | None:
     """Refuse what datasette should not be pointed at; a warning when the schema predates the FTS declarations."""
-    if not db.is_file():  # noqa: ASYNC240 (one stat, before anything runs)
-        raise StoreError(f"{db}: no database file (the README's main job makes one: `openclaw-ctx --db {db} replay …`)")
-    store = await Store.connect(db)
-    try:
-        state = await store.schema_state()
-    finally:
-        await store.engine.dispose()
+    state = await schema_state(db)
     if state.known and not state.up_to_date:
         return (
             f"{db}: schema at {state.current or 'empty'}, head is {state.head}; datasette's search works through the "

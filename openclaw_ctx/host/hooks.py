@@ -119,7 +119,7 @@ class EngineHooks:
             log.warning("context engine maintain failed for %s: %s", session.session_key, exc)
 
     async def assemble(
-        self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage, budget: int
+        self, session: repo.SessionRow, history: list[AgentMessage], user: UserMessage | None, budget: int
     ) -> tuple[AssembleResult, bool]:
         """The engine's context for the run, and whether it came from the engine (not the pipeline)."""
         runtime = self._runtime
@@ -131,8 +131,8 @@ class EngineHooks:
                     messages=history,
                     token_budget=max(1, budget),
                     available_tools=frozenset(t.name for t in runtime.tool_specs),
-                    model=runtime.model.name,
-                    prompt=flatten_text(user),
+                    model=runtime.model.name if runtime.model else None,
+                    prompt=flatten_text(user) if user is not None else None,
                     runtime_settings=runtime.runtime_settings(),
                 )
             )

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from openclaw_ctx.config import CompactionSettings, OpenClawConfig
 from openclaw_ctx.contract import (
+    AssembleResult,
     CompactResult,
     ContextEngine,
     EngineContext,
@@ -40,7 +41,7 @@ from openclaw_ctx.host.sessions import EntryIds, Sessions, new_entry_id
 from openclaw_ctx.host.subagents import Subagents
 from openclaw_ctx.host.tools import ToolLoop
 from openclaw_ctx.host.turn import OVERFLOW_MESSAGE, TurnResult
-from openclaw_ctx.messages import UserMessage
+from openclaw_ctx.messages import AgentMessage, UserMessage, parse_message
 from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
@@ -64,7 +65,7 @@ class Runtime:
         resolved: ResolvedEngine,
         *,
         config: OpenClawConfig,
-        model: Model,
+        model: Model | None = None,
         tools: ToolExecutor | None = None,
         tool_specs: Sequence[ToolSpec] = (),
         context_window: int | None = None,
@@ -76,10 +77,13 @@ class Runtime:
         self.store = store
         self.resolved = resolved
         self.config = config
+        if model is None and context_window is None:
+            raise ValueError("a Runtime without a model needs context_window (the window the caller's model has)")
         self.model = model
+        """The model turns call; None for a runtime that only records and assembles turns run elsewhere."""
         self.tools = tools
         self.tool_specs = list(tool_specs)
-        self.context_window = context_window or model.context_window
+        self.context_window = context_window or (model.context_window if model is not None else 0)
         self.max_output_tokens = max_output_tokens
         self.system_prompt = system_prompt
         self.host = host
@@ -97,13 +101,16 @@ class Runtime:
         store: Store,
         *,
         config: OpenClawConfig | None = None,
-        model: Model,
+        model: Model | None = None,
         summarizer: Summarizer | None = None,
         agent_dir: str | None = None,
         workspace_dir: str | None = None,
         **kwargs: Any,
     ) -> Runtime:
         """Resolve the slot's engine with the store in its factory context, then build the runtime.
+
+        Without a `model` (then give `context_window`) the runtime is memory for an agent loop that
+        calls its model itself: :meth:`record_turn` stores each turn, :meth:`assemble` gives the view.
 
         Raises:
             HostRequirementError: the engine needs a capability this host lacks (fails closed, before any work).
@@ -139,9 +146,9 @@ class Runtime:
         return build_runtime_settings(
             selected_engine_id=self.resolved.engine_id,
             selection_source=self.resolved.source,
-            requested_model=self.model.name,
-            resolved_model=self.model.name,
-            provider=self.model.provider,
+            requested_model=self.model.name if self.model else None,
+            resolved_model=self.model.name if self.model else None,
+            provider=self.model.provider if self.model else None,
             execution_host_id=self.host.id,
             execution_host_label=self.host.label,
             prompt_token_budget=self.prompt_budget,
@@ -189,6 +196,52 @@ class Runtime:
             result = await turn.run(self, session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
         return result
 
+    async def record_turn(
+        self,
+        session_key: str,
+        messages: Sequence[AgentMessage],
+        *,
+        entry_ids: EntryIds | None = None,
+        is_heartbeat: bool = False,
+    ) -> TurnResult:
+        """Store one turn an agent loop ran elsewhere (its own model call), as :meth:`run_turn` stores its own.
+
+        The messages are persisted in order, the engine is told (``commitTurn`` / ``afterTurn`` /
+        ingest), and compaction follows as after any turn: the built-in one when the context is over
+        budget, an owning engine's deferred debt in the background. Messages already stored under
+        the same entry ids are skipped, so recording a turn again changes nothing.
+        """
+        result: TurnResult | None = None
+
+        def deferred() -> Drain | None:
+            return self.hooks.deferred_compaction(session_key, result.turn_number if result else None)
+
+        async with self.scheduler.turn(session_key, hand_over=deferred):
+            result = await turn.record(self, session_key, list(messages), entry_ids or (lambda _m: None), is_heartbeat)
+        return result
+
+    async def assemble(
+        self, session_key: str, *, prompt: str | None = None, budget: int | None = None
+    ) -> tuple[AssembleResult, repo.SessionRow | None]:
+        """What the model would be sent next turn on `session_key`: the engine's budgeted view.
+
+        Waits for the key's background compaction first. A key with no session yet gives an empty
+        view and creates nothing.
+
+        Returns:
+            The engine's AssembleResult (summaries included as the engine renders them) and the
+            session it came from (None for an unknown key).
+        """
+        async with self.scheduler.hold(session_key):
+            async with self.store.read() as conn:
+                session = await repo.active_session(conn, session_key)
+            if session is None:
+                return AssembleResult(messages=[], estimated_tokens=0), None
+            history, _known = await self.sessions.history(session)
+            user = UserMessage(content=prompt, timestamp=_now_ms()) if prompt is not None else None
+            result, _from_engine = await self.hooks.assemble(session, history, user, budget or self.prompt_budget)
+            return result, session
+
     async def settle(self, session_key: str | None = None) -> list[CompactResult]:
         """Wait for the background maintenance (deferred compaction) of one key, or of every key.
 
@@ -214,6 +267,17 @@ class Runtime:
             return await self.hooks.compact(
                 session, trigger="manual", target=target, force=True, instructions=instructions
             )
+
+    async def retract_newest(self, session_key: str) -> AgentMessage | None:
+        """Take back the newest message of the key's conversation (an agent SDK's ``pop_item``).
+
+        The row stays in the store, off the active branch (recall and ``sql`` still find it); it
+        leaves the context. None when the conversation is empty.
+        """
+        async with self.scheduler.hold(session_key):
+            async with self.store.transaction() as conn:
+                taken = await repo.retract_newest(conn, session_key)
+        return parse_message(taken[1]) if taken is not None else None
 
     # --- sub-agents --------------------------------------------------------------------------------
 

@@ -106,6 +106,7 @@ class ToolLoop:
             )
             tokens = sent.measure(request) if sent is not None else 0
             try:
+                assert runtime.model is not None, "turn.run refuses a runtime without a model"
                 reply = await runtime.model.complete(request)
             except Exception:
                 if sent is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from openclaw_ctx.contract import AssembleResult, CompactResult
-from openclaw_ctx.errors import ContextOverflowError
+from openclaw_ctx.errors import ContextOverflowError, EngineError
 from openclaw_ctx.host.precheck import estimate_text_tokens, precheck, reducible_tool_chars, truncate_tool_results
 from openclaw_ctx.host.sessions import EntryIds, TurnStats
 from openclaw_ctx.host.tools import SentPrompts
@@ -68,10 +68,14 @@ class Turn:
     compactions: list[CompactResult] = field(default_factory=list)
     recoveries: int = 0
     truncated: bool = False
+    recorded: list[AgentMessage] | None = None
+    """A turn run elsewhere (:func:`record`): its messages, as given, instead of the prompt and replies."""
 
     @property
     def messages(self) -> list[AgentMessage]:
         """What the turn adds to the session: the prompt, then everything produced."""
+        if self.recorded is not None:
+            return self.recorded
         return [self.user, *self.produced]
 
     def may_compact(self) -> bool:
@@ -114,19 +118,50 @@ class _Attempt:
 
 async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds, is_heartbeat: bool) -> TurnResult:
     """Run one turn to its end: attempts until the model finishes, then persist and finalize."""
-    sessions = runtime.sessions
-    session = await sessions.active(key)
+    if runtime.model is None:
+        raise EngineError("this Runtime was created without a model: it records turns (record_turn), it cannot run one")
+    session = await runtime.sessions.active(key)
     turn = Turn(
         key, user, entry_ids, is_heartbeat, started_in=session.session_id, sent=SentPrompts(runtime.store.counter)
     )
     await runtime.hooks.bootstrap_once(session)
     await runtime.hooks.maintain(session)
     attempt = await _attempts(runtime, turn)
+    result = await _finish(runtime, turn, attempt.history, attempt.estimate, turn.sent.figure)
+    result.system_prompt = attempt.system_prompt
+    return result
+
+
+async def record(
+    runtime: Runtime, key: str, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
+) -> TurnResult:
+    """Store a turn whose model call happened elsewhere: persist and finalize it as :func:`run` does."""
+    session = await runtime.sessions.active(key)
+    await runtime.hooks.bootstrap_once(session)
+    await runtime.hooks.maintain(session)
+    history, known = await runtime.sessions.history(session)
+    turn = Turn(
+        key,
+        UserMessage(content=""),
+        entry_ids,
+        is_heartbeat,
+        started_in=session.session_id,
+        sent=SentPrompts(runtime.store.counter),
+        recorded=messages,
+    )
+    return await _finish(runtime, turn, history, _estimate([*history, *messages], known, ""), None)
+
+
+async def _finish(
+    runtime: Runtime, turn: Turn, history: list[AgentMessage], estimate: int, prompt_tokens: int | None
+) -> TurnResult:
+    """Persist the turn, tell the engine, then the compaction that follows any turn."""
+    sessions, key = runtime.sessions, turn.key
     session = await sessions.active(key)
-    stats = TurnStats(attempt.estimate, runtime.prompt_budget, session.session_id != turn.started_in, turn.sent.figure)
-    persisted = await sessions.persist(session, turn.messages, entry_ids, is_heartbeat, stats)
+    stats = TurnStats(estimate, runtime.prompt_budget, session.session_id != turn.started_in, prompt_tokens)
+    persisted = await sessions.persist(session, turn.messages, turn.entry_ids, turn.is_heartbeat, stats)
     number = persisted.number
-    await runtime.hooks.finalize_turn(session, attempt.history, turn.messages, persisted.entry_ids, is_heartbeat)
+    await runtime.hooks.finalize_turn(session, history, turn.messages, persisted.entry_ids, turn.is_heartbeat)
     await runtime.hooks.maintain(session)
     auto = await _auto_compact(runtime, key)
     if auto is not None:
@@ -139,11 +174,10 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
         session_key=key,
         session_id=session.session_id,
         new_messages=turn.messages,
-        assembled_tokens=attempt.estimate,
+        assembled_tokens=estimate,
         engine_id=runtime.engine.info.id,
         compactions=turn.compactions,
         overflow_recoveries=turn.recoveries,
-        system_prompt=attempt.system_prompt,
         turn_number=number,
     )
 

@@ -140,10 +140,7 @@ def _loop(runner: asyncio.Runner, session: ChatSession) -> None:
     while True:
         try:
             line = input("you> ")
-        except EOFError:
-            console.print()
-            return
-        except KeyboardInterrupt:
+        except (EOFError, KeyboardInterrupt):
             console.print()
             return
         line = line.strip()
@@ -162,6 +159,7 @@ class ChatSession:
 
     store: Store
     runtime: Runtime
+    model: Model
     key: str
     summarizer: Summarizer
 
@@ -187,7 +185,7 @@ class ChatSession:
         except BaseException:
             await store.close()
             raise
-        return cls(store, runtime, key, summarizer)
+        return cls(store, runtime, model, key, summarizer)
 
     async def close(self) -> None:
         """Release the engine and close the store."""
@@ -203,7 +201,7 @@ class ChatSession:
         session = await self.runtime.session(self.key)
         async with self.store.read() as conn:
             stored = await repo.context_item_count(conn, session.session_id)
-        model = self.runtime.model
+        model = self.model
         where = (
             f"continuing session {session.session_id} ({stored} items in context)"
             if stored
@@ -373,7 +371,7 @@ class ChatSession:
             ("session key", self.key),
             ("session id", session.session_id),
             ("sessions of this key", f"{sessions}"),
-            ("model", f"{runtime.model.provider}/{runtime.model.name}"),
+            ("model", f"{self.model.provider}/{self.model.name}"),
             ("summarizer", summarizer.name + (f" ({summary_model})" if summary_model else "")),
             (
                 "context",

@@ -29,6 +29,7 @@ from openclaw_ctx.store.repo.context import (
     load_context,
     set_message_item_tokens,
 )
+from openclaw_ctx.store.repo.conversation import conversation_messages, retract_newest
 from openclaw_ctx.store.repo.driver import Driver
 from openclaw_ctx.store.repo.engine_state import get_engine_state, set_engine_state
 from openclaw_ctx.store.repo.messages import (
@@ -88,10 +89,12 @@ __all__ = [
     "commit_compaction",
     "context_item_count",
     "context_tokens",
+    "conversation_messages",
     "ensure_session",
     "get_engine_state",
     "get_session",
     "require_active_session",
+    "retract_newest",
     "insert_summary",
     "latest_summary",
     "load_context",

@@ -37,7 +37,7 @@ from openclaw_ctx.contract.settings import RuntimeSettings, build_runtime_settin
 from openclaw_ctx.host import turn
 from openclaw_ctx.host.hooks import EngineHooks
 from openclaw_ctx.host.scheduler import Drain, KeyScheduler
-from openclaw_ctx.host.sessions import EntryIds, Sessions, new_entry_id
+from openclaw_ctx.host.sessions import EntryIds, Sessions, Writes, new_entry_id
 from openclaw_ctx.host.subagents import Subagents
 from openclaw_ctx.host.tools import ToolLoop
 from openclaw_ctx.host.turn import OVERFLOW_MESSAGE, TurnResult
@@ -203,13 +203,16 @@ class Runtime:
         *,
         entry_ids: EntryIds | None = None,
         is_heartbeat: bool = False,
+        writes: Writes | None = None,
     ) -> TurnResult:
         """Store one turn an agent loop ran elsewhere (its own model call), as :meth:`run_turn` stores its own.
 
         The messages are persisted in order, the engine is told (``commitTurn`` / ``afterTurn`` /
         ingest), and compaction follows as after any turn: the built-in one when the context is over
         budget, an owning engine's deferred debt in the background. Messages already stored under
-        the same entry ids are skipped, so recording a turn again changes nothing.
+        the same entry ids are skipped, so recording a turn again changes nothing. `writes` runs
+        inside the turn's persist transaction (an adapter's own state, a staleness check that
+        raises to refuse the turn): the messages and the writes commit together or not at all.
         """
         result: TurnResult | None = None
 
@@ -217,7 +220,9 @@ class Runtime:
             return self.hooks.deferred_compaction(session_key, result.turn_number if result else None)
 
         async with self.scheduler.turn(session_key, hand_over=deferred):
-            result = await turn.record(self, session_key, list(messages), entry_ids or (lambda _m: None), is_heartbeat)
+            result = await turn.record(
+                self, session_key, list(messages), entry_ids or (lambda _m: None), is_heartbeat, writes
+            )
         return result
 
     async def assemble(

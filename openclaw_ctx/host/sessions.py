@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.context import pipeline_messages
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
-__all__ = ["EntryIds", "Persisted", "Sessions", "TurnStats", "new_entry_id"]
+__all__ = ["EntryIds", "Persisted", "Sessions", "TurnStats", "Writes", "new_entry_id"]
 
 EntryIds = Callable[[AgentMessage], str | None]
 """The transcript entry id of a message, when the caller has one (else the host makes one up)."""
+Writes = Callable[[AsyncConnection], Awaitable[None]]
+"""A caller's own statements, run inside a turn's persist transaction (they commit with it or not at all)."""
 
 
 def new_entry_id() -> str:
@@ -100,10 +104,12 @@ class Sessions:
         entry_ids: EntryIds,
         is_heartbeat: bool,
         stats: TurnStats,
+        writes: Writes | None = None,
     ) -> Persisted:
-        """The turn's persist transaction: its new messages and its `turns` row.
+        """The turn's persist transaction: its new messages, its `turns` row and the caller's `writes`.
 
-        A turn whose messages were all stored already (a replayed turn) adds no row (number None).
+        A turn whose messages were all stored already (a replayed turn) adds no row (number None) and
+        runs no `writes`; `writes` raising rolls the whole turn back.
         """
         items = [
             repo.NewMessage(message=m, entry_id=entry_ids(m) or new_entry_id(), is_heartbeat=is_heartbeat)
@@ -114,6 +120,8 @@ class Sessions:
             written = await repo.append_messages(conn, session, items, self._store.counter)
             if not any(r.inserted for r in written):
                 return Persisted(None, ids)
+            if writes is not None:
+                await writes(conn)
             number = await repo.record_turn(
                 conn,
                 session,

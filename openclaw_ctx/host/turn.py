@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from openclaw_ctx.contract import AssembleResult, CompactResult
 from openclaw_ctx.errors import ContextOverflowError, EngineError
 from openclaw_ctx.host.precheck import estimate_text_tokens, precheck, reducible_tool_chars, truncate_tool_results
-from openclaw_ctx.host.sessions import EntryIds, TurnStats
+from openclaw_ctx.host.sessions import EntryIds, TurnStats, Writes
 from openclaw_ctx.host.tools import SentPrompts
 from openclaw_ctx.messages import AgentMessage, UserMessage, flatten_text
 from openclaw_ctx.store import repo
@@ -133,7 +133,12 @@ async def run(runtime: Runtime, key: str, user: UserMessage, entry_ids: EntryIds
 
 
 async def record(
-    runtime: Runtime, key: str, messages: list[AgentMessage], entry_ids: EntryIds, is_heartbeat: bool
+    runtime: Runtime,
+    key: str,
+    messages: list[AgentMessage],
+    entry_ids: EntryIds,
+    is_heartbeat: bool,
+    writes: Writes | None = None,
 ) -> TurnResult:
     """Store a turn whose model call happened elsewhere: persist and finalize it as :func:`run` does."""
     session = await runtime.sessions.active(key)
@@ -149,17 +154,22 @@ async def record(
         sent=SentPrompts(runtime.store.counter),
         recorded=messages,
     )
-    return await _finish(runtime, turn, history, _estimate([*history, *messages], known, ""), None)
+    return await _finish(runtime, turn, history, _estimate([*history, *messages], known, ""), None, writes)
 
 
 async def _finish(
-    runtime: Runtime, turn: Turn, history: list[AgentMessage], estimate: int, prompt_tokens: int | None
+    runtime: Runtime,
+    turn: Turn,
+    history: list[AgentMessage],
+    estimate: int,
+    prompt_tokens: int | None,
+    writes: Writes | None = None,
 ) -> TurnResult:
     """Persist the turn, tell the engine, then the compaction that follows any turn."""
     sessions, key = runtime.sessions, turn.key
     session = await sessions.active(key)
     stats = TurnStats(estimate, runtime.prompt_budget, session.session_id != turn.started_in, prompt_tokens)
-    persisted = await sessions.persist(session, turn.messages, turn.entry_ids, turn.is_heartbeat, stats)
+    persisted = await sessions.persist(session, turn.messages, turn.entry_ids, turn.is_heartbeat, stats, writes)
     number = persisted.number
     await runtime.hooks.finalize_turn(session, history, turn.messages, persisted.entry_ids, turn.is_heartbeat)
     await runtime.hooks.maintain(session)

@@ -31,7 +31,7 @@ from openclaw_ctx.store.repo.context import (
 )
 from openclaw_ctx.store.repo.conversation import conversation_messages, retract_newest
 from openclaw_ctx.store.repo.driver import Driver
-from openclaw_ctx.store.repo.engine_state import get_engine_state, set_engine_state
+from openclaw_ctx.store.repo.engine_state import engine_states, get_engine_state, set_engine_state
 from openclaw_ctx.store.repo.messages import (
     AppendResult,
     NewMessage,
@@ -91,6 +91,7 @@ __all__ = [
     "context_tokens",
     "conversation_messages",
     "ensure_session",
+    "engine_states",
     "get_engine_state",
     "get_session",
     "require_active_session",

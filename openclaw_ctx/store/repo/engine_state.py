@@ -13,7 +13,7 @@ from openclaw_ctx.store.models import (
     EngineState,
 )
 
-__all__ = ["get_engine_state", "set_engine_state"]
+__all__ = ["engine_states", "get_engine_state", "set_engine_state"]
 
 # --- engine state --------------------------------------------------------------------------------
 
@@ -46,3 +46,15 @@ async def set_engine_state(conn: AsyncConnection, engine_id: str, session_key: s
         ),
         {"e": engine_id, "k": session_key, "n": name, "v": json.dumps(value), "t": utc_now()},
     )
+
+
+async def engine_states(conn: AsyncConnection, engine_id: str, name: str, key_prefix: str) -> list[tuple[str, Any]]:
+    """``(session_key, value)`` of every `name` value the engine keeps under keys starting with `key_prefix`."""
+    rows = await conn.execute(
+        text(
+            "SELECT session_key, value_json FROM engine_state WHERE engine_id = :e AND name = :n "
+            "AND substr(session_key, 1, length(:p)) = :p ORDER BY session_key"
+        ),
+        {"e": engine_id, "n": name, "p": key_prefix},
+    )
+    return [(str(key), json.loads(value)) for key, value in rows]

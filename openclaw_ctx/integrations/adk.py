@@ -162,7 +162,7 @@ class OpenClawSessionService(BaseSessionService):
         if after:
             events = [e for e in events if e.timestamp >= after]
         if recent is not None:
-            events = events[len(events) - recent :] if recent else []
+            events = events[-recent:] if recent else []
         return Session(
             app_name=app_name, user_id=user_id, id=meta["id"], state=merged, events=events,
             last_update_time=meta["updateTime"],

@@ -101,7 +101,7 @@ class OpenClawSession:
         key = self.key
         if self.assembled:
             items = await self._open().call(lambda runtime: _view(runtime, key))
-            return items if wanted is None or wanted < 0 else items[len(items) - wanted :] if wanted else []
+            return items if wanted is None or wanted < 0 else items[-wanted:] if wanted else []
         return await self._open().call(lambda runtime: _raw(runtime, key, wanted))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:

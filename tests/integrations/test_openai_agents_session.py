@@ -126,6 +126,8 @@ async def test_the_assembled_view_stays_in_the_window_and_the_raw_one_keeps_ever
         for turn in turns:
             await view.add_items(turn)  # type: ignore[arg-type]
         items = await view.get_items()
+        assert await view.get_items(limit=len(items) + 5) == items
+        assert await view.get_items(limit=2) == items[-2:]
         everything = await raw.get_items()
     finally:
         view.close()

@@ -152,7 +152,9 @@ class OpenClawSessionService(BaseSessionService):
                 meta = await repo.get_engine_state(conn, OWNER, key, SESSION)
                 if meta is None or meta.get("deleted"):
                     return None
-                rows = [] if recent == 0 else await repo.conversation_messages(conn, key)
+                # Without a time filter the newest `recent` rows are all that is read and parsed.
+                limit = recent if not after else None
+                rows = [] if recent == 0 else await repo.conversation_messages(conn, key, limit=limit)
                 return meta, await _merged(conn, meta), [e for _, raw in rows if (e := event_of(raw)) is not None]
 
         found = await self._open().call(get)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -226,3 +228,24 @@ async def test_ours_keeps_deleted_sessions_and_finds_events_in_recall(tmp_path: 
     assert found.returncode == 0, found.stderr
     assert [hit["role"] for hit in json.loads(found.stdout)["hits"]] == ["user"]
     assert cli(db, "doctor", "--deep").returncode == 0
+
+
+@pytest.mark.slow
+def test_the_runner_example_remembers_across_processes(tmp_path: Path) -> None:
+    # ours: a real ADK Runner on the service, restarted, continues; grep finds the first run's fact
+    db = tmp_path / "agent.db"
+    example = Path(__file__).resolve().parents[2] / "examples" / "adk_memory.py"
+
+    def run(prompt: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(example), str(db), prompt], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "sent 1 contents" in run("My locker code is 4417.")
+    second = run("What is my locker code?")
+    assert "sent 3 contents" in second and "user: My locker code is 4417." in second
+    found = cli(db, "grep", "4417", "--key", "adk:support:user-42:main", "--json")
+    assert found.returncode == 0, found.stderr
+    assert [hit["role"] for hit in json.loads(found.stdout)["hits"]] == ["user"]

@@ -72,3 +72,24 @@ def test_the_readme_walk_runs_and_its_figures_match_sql(tmp_path: Path) -> None:
     assert active.split() == [str(v) for row in first_items for v in "|".join(map(str, row)).split()]
     assert "deep check" in doctor and "consistent" in doctor
     assert "nothing to compact" in compact or "compacted" in compact
+
+
+def test_the_agent_framework_block_runs_and_remembers(tmp_path: Path) -> None:
+    pytest.importorskip("agents")
+    pytest.importorskip("google.adk")
+    section = README.read_text(encoding="utf-8").split("## Use it from an agent framework", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    lines = [line for line in block.splitlines() if line.strip()]
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENCLAW_CONFIG_PATH", "OPENCLAW_CTX_DB", "COLUMNS")}
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", COLUMNS="200",
+               OPENCLAW_STATE_DIR=str(tmp_path / "state"))  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + "\n".join(lines)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "the model was sent 3 items" in done.stdout and "user: My locker code is 4417." in done.stdout
+    assert "1 hit(s) for '4417'" in done.stdout or "2 hit(s) for '4417'" in done.stdout
+    with sqlite3.connect(tmp_path / "adk.db") as conn:
+        assert conn.execute("SELECT count(*) FROM messages WHERE text LIKE '%4417%'").fetchone()[0] >= 1

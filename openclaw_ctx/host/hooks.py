@@ -141,6 +141,10 @@ class EngineHooks:
             log.warning("context engine assemble failed, using pipeline messages: %s", exc)
             return AssembleResult(messages=history, estimated_tokens=0), False
 
+    def finalize_reads_history(self) -> bool:
+        """Whether :meth:`finalize_turn` needs the pre-turn history (``afterTurn`` does; the others do not)."""
+        return not supports_commit_turn(self._engine) and supports_after_turn(self._engine)
+
     async def finalize_turn(
         self,
         session: repo.SessionRow,

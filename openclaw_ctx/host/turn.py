@@ -144,7 +144,13 @@ async def record(
     session = await runtime.sessions.active(key)
     await runtime.hooks.bootstrap_once(session)
     await runtime.hooks.maintain(session)
-    history, known = await runtime.sessions.history(session)
+    # The pre-turn history is loaded (and parsed) only for an engine whose afterTurn reads it.
+    if runtime.hooks.finalize_reads_history():
+        history, known = await runtime.sessions.history(session)
+        estimate = _estimate([*history, *messages], known, "")
+    else:
+        history = []
+        estimate = await runtime.sessions.context_tokens(session) + _estimate(messages, {}, "")
     turn = Turn(
         key,
         UserMessage(content=""),
@@ -154,7 +160,7 @@ async def record(
         sent=SentPrompts(runtime.store.counter),
         recorded=messages,
     )
-    return await _finish(runtime, turn, history, _estimate([*history, *messages], known, ""), None, writes)
+    return await _finish(runtime, turn, history, estimate, None, writes)
 
 
 async def _finish(

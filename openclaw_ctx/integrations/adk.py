@@ -111,7 +111,8 @@ class OpenClawSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        """A new session (its id generated unless given); ``AlreadyExistsError`` for an id in use."""
+        """A new session (its id generated unless given, surrounding whitespace stripped); ``AlreadyExistsError``
+        for an id in use."""
         sid = (session_id or "").strip() or str(uuid.uuid4())
         key = session_key(app_name, user_id, sid)
         scopes = _split(state or {})
@@ -142,8 +143,8 @@ class OpenClawSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session with its merged state and events (the newest ``num_recent_events``, those at or
-        after ``after_timestamp``), or None."""
-        key = session_key(app_name, user_id, session_id)
+        after ``after_timestamp``), or None. Ids are stripped, as :meth:`create_session` stores them."""
+        key = session_key(app_name, user_id, session_id.strip())
         recent = config.num_recent_events if config else None
         after = config.after_timestamp if config else None
 
@@ -199,7 +200,7 @@ class OpenClawSessionService(BaseSessionService):
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Archive the session (its events stay in the store and in recall); unknown ids are ignored."""
-        key = session_key(app_name, user_id, session_id)
+        key = session_key(app_name, user_id, session_id.strip())
 
         async def delete(runtime: Runtime) -> None:
             async with runtime.store.read() as conn:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from openclaw_ctx.errors import DatabaseCorruptError, MigrationRequiredError, ReadOnlyStorageError
+from openclaw_ctx.errors import DatabaseCorruptError, MigrationRequiredError, ReadOnlyStorageError, StoreError
 from openclaw_ctx.store.files import (
     BUSY_TIMEOUT_MS,
     alembic_config,
@@ -71,6 +71,7 @@ class Store:
         self.read_only = read_only
         """The file is on storage this process cannot write: reads work, every write is refused."""
         self._write_lock = asyncio.Lock()
+        self._closed = False
         self.locks = ProcessLocks(path)
         """Cross-process locks: a session key's for a whole turn or compaction, the schema's for upgrades."""
 
@@ -145,7 +146,10 @@ class Store:
         return cls(engine, path, counter or get_counter(), read_only=read_only)
 
     async def close(self) -> None:
-        """Dispose of the engine (running a bounded ``PRAGMA optimize`` first)."""
+        """Dispose of the engine (running a bounded ``PRAGMA optimize`` first); later reads and writes raise."""
+        if self._closed:
+            return
+        self._closed = True
         if self.read_only:
             await self.engine.dispose()
             return
@@ -219,6 +223,7 @@ class Store:
         caller cannot leave a half-committed write.
         """
         self.require_writable()
+        self._require_open()
         async with self._write_lock:
             with wrap_db_errors(self.path):
                 conn = await self.engine.connect()
@@ -252,6 +257,10 @@ class Store:
                 f"Keep a copy, then restore a backup or rebuild it with `sqlite3 {self.path} .recover`"
             )
 
+    def _require_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self.path}: this Store was closed; open the database again to use it")
+
     def require_writable(self) -> None:
         """Raise ReadOnlyStorageError when the store was opened from storage this process cannot write."""
         if self.read_only:
@@ -263,6 +272,7 @@ class Store:
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read transaction: one consistent snapshot for the block."""
+        self._require_open()
         with wrap_db_errors(self.path):
             async with self.engine.connect() as conn, conn.begin():
                 yield conn

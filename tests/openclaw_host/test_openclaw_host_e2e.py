@@ -20,6 +20,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -314,3 +315,21 @@ def test_the_hosts_own_agent_store_imports_whole_while_the_gateway_runs(run: Run
     assert rows and all(stored.get(sid) == n for sid, n in rows), (rows, stored)
     doctor = subprocess.run([*PYTHON_COMMAND, "--db", str(db), "doctor", "--deep"], capture_output=True, text=True)
     assert doctor.returncode == 0, doctor.stdout[-3000:]
+
+
+def test_the_readmes_look_inside_block_runs_on_the_gateways_database(run: Run) -> None:
+    # README, "Use it from OpenClaw": its second block, on this gateway's database instead of ~/.openclaw's.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from OpenClaw", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.split("```bash\n")[2].split("```", 1)[0].splitlines() if line.strip()]
+    assert len(lines) == 3 and all("~/.openclaw/openclaw-ctx.db" in line for line in lines)
+    env = {**os.environ, "COLUMNS": "200", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    outputs = []
+    for line in lines:
+        done = subprocess.run(
+            ["bash", "-c", line.replace("~/.openclaw/openclaw-ctx.db", str(run.db))],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        outputs.append(done.stdout)
+    assert KEY in outputs[0] and "PLUM-4" in outputs[1]

@@ -358,3 +358,19 @@ async def test_context_items_load_typed_and_their_refs_round_trip(store: Store) 
     assert (tail.message_id, tail.entry_id, tail.seq, tail.message) == (results[2].message_id, "e2", 3, user("c"))
     assert [e.ref for e in copied] == [head.ref, tail.ref] == [("summary", leaf.summary_id, 11), kept]
     assert [type(e) for e in copied] == [repo.SummaryItem, repo.MessageItem]
+
+
+async def test_a_closed_store_refuses_reads_and_writes(db_path: Path) -> None:
+    store = await Store.open(db_path)
+    await store.close()
+    await store.close()  # a second close is harmless
+    with pytest.raises(StoreError, match="was closed"):
+        async with store.read():
+            pass
+    with pytest.raises(StoreError, match="was closed"):
+        async with store.transaction():
+            pass
+    again = await Store.open(db_path)  # the file itself is fine
+    async with again.read() as conn:
+        assert (await conn.exec_driver_sql("SELECT count(*) FROM sessions")).scalar() == 0
+    await again.close()

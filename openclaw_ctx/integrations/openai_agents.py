@@ -19,7 +19,13 @@ engine compacts the key as it does OpenClaw's. Two views:
   verbatim, older history as the engine's summaries (user messages), within ``context_window``.
 
 ``clear_session`` archives the key's session and starts an empty one; ``pop_item`` takes the newest
-item back. Neither deletes: both stay in the store, in ``sql`` and in recall across the key.
+item back. Neither deletes: both stay in the store, in ``sql`` and in recall across the key. Messages
+another client wrote on the same key (an OpenClaw gateway, ``import``) are not SDK items: the raw
+view leaves them out, the assembled view shows them as user or assistant text.
+
+The constructor opens the database (creating it and upgrading its schema when needed), so a corrupt
+or newer-schema file is refused there; it blocks for that open, a few milliseconds on an existing
+file, longer for a first upgrade.
 """
 
 from __future__ import annotations

@@ -305,3 +305,15 @@ def test_the_dry_run_plan_matches_what_the_backfill_did(
         .fetchone()[0]
     )
     assert kept == raw_after
+
+
+def test_a_finished_backfill_run_again_says_why_it_did_nothing(
+    straight: Path, history: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _db, config = history
+    target = copy_of(straight, tmp_path / "ctx.db")
+    again = invoke(target, config, *ARGS)
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.output.split())
+    assert said.count("nothing to do: already on lossless-claw, nothing to summarise; not rotated") == 1, said
+    assert "done: session" not in said

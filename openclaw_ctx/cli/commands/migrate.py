@@ -290,9 +290,9 @@ def _backfill_table(done: list[AdoptionReport]) -> Table:
     table.add_column("state", overflow="fold")
     for d in done:
         tokens = f"{d.tokens_before:,} → {d.tokens_after:,}" if d.tokens_after is not None else f"{d.tokens_before:,}"
-        status = f"done: session {str(d.successor_session_id)[:8]}" if d.finished else "; ".join(d.notes)
-        if d.finished and d.successor_session_id == d.source_session_id:
-            status = "nothing: already on lossless-claw, nothing to summarise"
+        rotated = d.finished and d.successor_session_id != d.source_session_id
+        # Unfinished or not rotated (nothing to do), the report's own notes say why.
+        status = f"done: session {str(d.successor_session_id)[:8]}" if rotated else "; ".join(d.notes)
         if d.resumed:
             status = "resumed; " + status
         depth = "" if d.max_depth is None else str(d.max_depth)

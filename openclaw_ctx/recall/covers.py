@@ -15,7 +15,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.store.repo import Driver
 
-__all__ = ["COVER_SQL", "Covers", "cover_chain", "covering_summaries", "covers_and_raw", "raw_in_context"]
+__all__ = [
+    "COVER_SQL",
+    "Covers",
+    "cover_chain",
+    "covering_summaries",
+    "covers_and_raw",
+    "raw_in_context",
+    "summaries_in_context",
+]
 
 Covers = dict[int, tuple[str | None, str | None]]
 """Per message id: (covering leaf/legacy summary, the active-context node that reaches it)."""
@@ -88,6 +96,21 @@ async def cover_chain(conn: AsyncConnection, message_id: int) -> list[dict[str, 
     """Every summary over one message, leaf first: ``{"id", "level", "inContext"}``."""
     rows = await conn.execute(COVER_SQL, {"ids": [message_id]})
     return [{"id": sid, "level": lvl, "inContext": bool(in_ctx)} for _mid, sid, lvl, in_ctx in rows]
+
+
+_SUMMARIES_IN_CONTEXT_SQL = text(
+    """
+    SELECT DISTINCT ci.summary_id FROM context_items AS ci CROSS JOIN sessions AS se ON se.session_id = ci.session_id
+    WHERE ci.summary_id IN :ids AND se.status = 'active'
+    """
+).bindparams(bindparam("ids", expanding=True))
+
+
+async def summaries_in_context(conn: AsyncConnection, summary_ids: list[str]) -> set[str]:
+    """The ids among `summary_ids` that are items of an active session's context (as ``describe`` says)."""
+    if not summary_ids:
+        return set()
+    return {str(r[0]) for r in await conn.execute(_SUMMARIES_IN_CONTEXT_SQL, {"ids": summary_ids})}
 
 
 async def raw_in_context(conn: AsyncConnection, message_id: int) -> bool:

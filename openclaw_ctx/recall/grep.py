@@ -13,7 +13,7 @@ from typing import Any, Literal
 from openclaw_ctx._time import format_utc
 from openclaw_ctx.errors import RecallQueryError
 from openclaw_ctx.recall import search
-from openclaw_ctx.recall.covers import covers_and_raw
+from openclaw_ctx.recall.covers import covers_and_raw, summaries_in_context
 from openclaw_ctx.recall.fts import chunks, fts_terms, like_terms
 from openclaw_ctx.recall.regex_scan import regex_start
 from openclaw_ctx.recall.rows import SearchQuery, SearchRow, TimeWindow
@@ -124,7 +124,9 @@ async def grep(
         ranked = search.rank(rows, sort, now_ms=now_ms)[:limit]
         message_ids = [r.message_id for r in ranked if r.message_id is not None]
         covers, raw = await covers_and_raw(conn, message_ids)
-    hits = [_to_hit(r, snippet(r.text, pattern, mode), covers, raw) for r in ranked]
+        summary_ids = [r.summary_id for r in ranked if r.message_id is None and r.summary_id]
+        shown_summaries = await summaries_in_context(conn, summary_ids)
+    hits = [_to_hit(r, snippet(r.text, pattern, mode), covers, raw, shown_summaries) for r in ranked]
     return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete)
 
 
@@ -147,7 +149,10 @@ def _iso(value: str | datetime | None, name: str) -> str | None:
     return format_utc(value)
 
 
-def _to_hit(r: SearchRow, shown: str, covers: dict[int, tuple[str | None, str | None]], raw: set[int]) -> GrepHit:
+def _to_hit(
+    r: SearchRow, shown: str, covers: dict[int, tuple[str | None, str | None]], raw: set[int], summaries: set[str]
+) -> GrepHit:
+    """`raw`: message ids still raw in an active context; `summaries`: summary ids that are items of one."""
     if r.message_id is None:
         return GrepHit(
             id=r.summary_id or "",
@@ -159,6 +164,7 @@ def _to_hit(r: SearchRow, shown: str, covers: dict[int, tuple[str | None, str | 
             depth=r.depth,
             summary_kind=r.summary_kind,
             score=r.score,
+            in_context=r.summary_id in summaries,
         )
     leaf, ctx = covers.get(r.message_id, (None, None))
     return GrepHit(

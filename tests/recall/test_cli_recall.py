@@ -234,3 +234,12 @@ def test_grep_over_sqlite_like_bounds_is_a_clear_error(db_path: Path, planted: t
     assert words["strategy"] == "fts" and words["hits"]
     literal = as_json(invoke(db_path, "grep", "x" * 60_000, "--all", "--mode", "regex", "--json"))
     assert literal["hits"] == [] and literal["complete"] is True
+
+
+def test_grep_says_of_each_summary_what_describe_says_of_it(db_path: Path, planted: tuple[History, History]) -> None:
+    hits = as_json(invoke(db_path, "grep", ".", "--all", "--mode", "regex", "--scope", "summaries", "--json"))["hits"]
+    assert hits and {h["kind"] for h in hits} == {"summary"}
+    said = {h["id"]: h["inContext"] for h in hits}
+    described = {sid: as_json(invoke(db_path, "describe", sid, "--json"))["inContext"] for sid in said}
+    assert said == described
+    assert any(said.values()), "no summary of the planted histories is in an active context"

@@ -92,12 +92,16 @@ async def expand(
     include_messages: bool = False,
     max_depth: int = 3,
 ) -> ExpandResult:
-    """Walk down a summary's sources (source summaries first, then messages) within a token cap.
+    """Walk down a summary's sources within a token cap, nearest first, returned in tree order.
+
+    What the summary covers directly (its source summaries, or with `include_messages` its own
+    messages) is kept before anything a level further down; an item that does not fit the cap is
+    left out (listed in `more_ids`) and smaller ones after it still come back.
 
     Args:
         source: the store or an open connection.
         summary_id: the ``sum_…`` node to open.
-        token_cap: stop before the returned stored tokens would exceed this (`truncated` is then set).
+        token_cap: the returned stored tokens never exceed this (`truncated` is set when something was left out).
         include_messages: return the original message texts (exactly as stored) of every leaf
             reached; summaries along the way are then headers only.
         max_depth: how many summary levels below `summary_id` to walk (1..64).
@@ -113,17 +117,25 @@ async def expand(
     async with reading(source) as conn:
         tree = await load_subtree(conn, summary_id.strip(), max_depth)
         plan, depth_limited = _expansion_plan(tree, include_messages, max_depth)
-        chosen: list[tuple[str, str | int, int, int]] = []
-        used, truncated, more = 0, False, []
-        for kind, ref, level, tokens in plan:
-            if truncated or used + tokens > token_cap:
-                truncated = True
-                more.append(ref if isinstance(ref, str) else f"msg_{ref}")
-                continue
-            used += tokens
-            chosen.append((kind, ref, level, tokens))
+        kept = _within_cap(plan, token_cap)
+        chosen = [item for i, item in enumerate(plan) if i in kept]
+        more = [
+            ref if isinstance(ref, str) else f"msg_{ref}" for i, (_k, ref, _l, _t) in enumerate(plan) if i not in kept
+        ]
         entries = await _fetch_entries(conn, tree, chosen, include_messages)
-    return ExpandResult(summary_id, entries, token_cap, truncated, depth_limited, more)
+    return ExpandResult(summary_id, entries, token_cap, bool(more), depth_limited, more)
+
+
+def _within_cap(plan: list[tuple[str, str | int, int, int]], token_cap: int) -> set[int]:
+    """The plan items returned: nearest the summary first (what it covers directly, then one level
+    down, ...), each one that still fits the cap, so one large message never hides the rest."""
+    kept: set[int] = set()
+    used = 0
+    for i in sorted(range(len(plan)), key=lambda i: (plan[i][2], i)):
+        if used + plan[i][3] <= token_cap:
+            kept.add(i)
+            used += plan[i][3]
+    return kept
 
 
 def _expansion_plan(

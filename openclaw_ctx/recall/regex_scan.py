@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -45,12 +46,17 @@ def compile_regex(pattern: str) -> Callable[[str], bool]:
         RecallQueryError: the pattern is invalid.
     """
     try:
-        compiled = re.compile(pattern)
+        with warnings.catch_warnings():
+            # "Possible nested set" and its kind: advice about a pattern's future meaning, not an error.
+            warnings.simplefilter("ignore", FutureWarning)
+            compiled = re.compile(pattern)
     except re.error as exc:
         raise RecallQueryError(f"invalid regular expression {pattern!r}: {exc}") from exc
     try:
         engine: Any = importlib.import_module("regex")
-        guarded = engine.compile(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            guarded = engine.compile(pattern)
     except Exception:  # no `regex` module, or a pattern only `re` accepts
         return lambda body: compiled.search(body) is not None
 

@@ -13,6 +13,7 @@ from openclaw_ctx.errors import NotFoundError, RecallQueryError
 from openclaw_ctx.recall import describe, expand
 from openclaw_ctx.recall.covers import COVER_SQL
 from openclaw_ctx.recall.subtree import SUBTREE_SQL
+from openclaw_ctx.store import repo
 from openclaw_ctx.store.store import Store
 
 # --- describe ------------------------------------------------------------------------------------
@@ -116,9 +117,30 @@ async def test_expand_token_cap_truncates(store: Store) -> None:
     cap = full.entries[1].token_count + full.entries[2].token_count  # header(0) + two messages
     capped = await expand(store, a.condensed[0], include_messages=True, token_cap=cap)
     assert capped.truncated and capped.total_tokens <= cap < first_three
-    assert [e.id for e in capped.entries] == [e.id for e in full.entries[:3]]
-    assert capped.more_ids[0] == full.entries[3].id
+    kept, every = [e.id for e in capped.entries], [e.id for e in full.entries]
+    assert kept[:3] == every[:3] and kept == [i for i in every if i in kept], "nearest first, in tree order"
+    assert sorted(kept + capped.more_ids) == sorted(every) and not set(kept) & set(capped.more_ids)
     assert "truncated" in capped.render()
+
+
+async def test_expand_returns_what_a_summary_covers_directly_before_older_history(store: Store) -> None:
+    # A legacy summary folds in the previous one: its own messages must not lose to the older ones.
+    h = History("agent:main:direct")
+    await add_messages(store, h, ["an old and long note " * 200, "an old short note"])
+    older = await summarize_oldest(store, h, 2, "older summary")
+    direct = await add_messages(store, h, ["the planted fact: the vault code is 4417"])
+    async with store.transaction() as conn:
+        session = await repo.active_session(conn, h.key)
+        assert session is not None
+        content = "newer summary"
+        sid = await repo.insert_summary(conn, session, repo.NewSummary(
+            kind="legacy", content=content, token_count=store.counter.count(content), summarizer="test",
+            source_summary_ids=[older], source_message_ids=direct, descendant_count=3,
+        ))  # fmt: skip
+    small = await expand(store, sid, include_messages=True, token_cap=60)
+    assert f"msg_{direct[0]}" in small.cited_ids and small.truncated
+    assert any("short note" in e.text for e in small.entries), "a smaller older message still fits after a big one"
+    assert small.total_tokens <= 60
 
 
 async def test_expand_max_depth(store: Store) -> None:

@@ -63,10 +63,21 @@ class GrepHits(list[GrepHit]):
     `complete` is False when a regex scan stopped at its row bound before reaching the oldest rows.
     """
 
-    def __init__(self, hits: list[GrepHit], *, strategy: str, complete: bool = True) -> None:
+    def __init__(
+        self, hits: list[GrepHit], *, strategy: str, complete: bool = True, left_out: dict[str, int] | None = None
+    ) -> None:
         super().__init__(hits)
         self.strategy = strategy
         self.complete = complete
+        self.left_out = left_out or {}
+        """Matches found but not returned, per kind (``messages``, ``summaries``): at least this many."""
+
+    def left_out_note(self) -> str | None:
+        """One line on what the limit left out (None when nothing was)."""
+        parts = [f"{n} {kind}" for kind, n in self.left_out.items() if n]
+        if not parts:
+            return None
+        return f"at least {' and '.join(parts)} more matched; raise --limit, or narrow with --scope, --since or --key"
 
 
 async def grep(
@@ -121,13 +132,26 @@ async def grep(
                 rows.extend(found.rows)
                 strategies.append(found.strategy)
                 complete = complete and found.complete
-        ranked = search.rank(rows, sort, now_ms=now_ms)[:limit]
+        ranked, left_out = _balanced(search.rank(rows, sort, now_ms=now_ms), limit)
         message_ids = [r.message_id for r in ranked if r.message_id is not None]
         covers, raw = await covers_and_raw(conn, message_ids)
         summary_ids = [r.summary_id for r in ranked if r.message_id is None and r.summary_id]
         shown_summaries = await summaries_in_context(conn, summary_ids)
     hits = [_to_hit(r, snippet(r.text, pattern, mode), covers, raw, shown_summaries) for r in ranked]
-    return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete)
+    return GrepHits(hits, strategy="+".join(dict.fromkeys(strategies)), complete=complete, left_out=left_out)
+
+
+def _balanced(ranked: list[SearchRow], limit: int) -> tuple[list[SearchRow], dict[str, int]]:
+    """The best `limit` rows, at least half of them messages and half summaries when both kinds have
+    that many (a long history's summaries repeat an identifier hundreds of times and would otherwise
+    crowd out every message), in rank order; and how many of each kind were left out."""
+    messages = [r for r in ranked if r.message_id is not None]
+    summaries = [r for r in ranked if r.message_id is None]
+    for_summaries = min(len(summaries), max(limit // 2, limit - len(messages)))
+    for_messages = min(len(messages), limit - for_summaries)
+    keep = {id(r) for r in (*messages[:for_messages], *summaries[:for_summaries])}
+    left_out = {"messages": len(messages) - for_messages, "summaries": len(summaries) - for_summaries}
+    return [r for r in ranked if id(r) in keep], left_out
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from test_retrieval import History, build_planted
+from test_retrieval import History, add_messages, build_planted, summarize_oldest
 from typer.testing import CliRunner, Result
 
 import openclaw_ctx.cli.app as cli
@@ -243,3 +243,27 @@ def test_grep_says_of_each_summary_what_describe_says_of_it(db_path: Path, plant
     described = {sid: as_json(invoke(db_path, "describe", sid, "--json"))["inContext"] for sid in said}
     assert said == described
     assert any(said.values()), "no summary of the planted histories is in an active context"
+
+
+def test_summaries_repeating_an_identifier_leave_room_for_the_messages(db_path: Path) -> None:
+    # A long history's summaries each repeat the identifier; the messages that stated it still show.
+    async def build() -> None:
+        store = await Store.open(db_path)
+        try:
+            h = History("agent:main:ident")
+            for n in range(30):
+                await add_messages(store, h, [f"step {n}: deployed ORION-77 again", f"ack {n}"])
+                await summarize_oldest(store, h, 2, f"summary {n}: ORION-77 deployed, step {n}")
+        finally:
+            await store.close()
+
+    asyncio.run(build())
+    out = as_json(invoke(db_path, "grep", "ORION-77", "--key", "agent:main:ident", "--limit", "10", "--json"))
+    kinds = [h["kind"] for h in out["hits"]]
+    assert (kinds.count("message"), kinds.count("summary")) == (5, 5)
+    assert out["leftOut"] == {"messages": 5, "summaries": 5}
+    human = invoke(db_path, "grep", "ORION-77", "--key", "agent:main:ident", "--limit", "10")
+    assert human.exit_code == 0 and "at least 5 messages and 5 summaries more matched" in " ".join(human.stderr.split())
+    only = as_json(invoke(db_path, "grep", "ORION-77", "--key", "agent:main:ident", "--limit", "10", "--scope",
+                          "messages", "--json"))  # fmt: skip
+    assert [h["kind"] for h in only["hits"]] == ["message"] * 10 and only["leftOut"]["summaries"] == 0

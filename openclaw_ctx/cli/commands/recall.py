@@ -66,7 +66,10 @@ def grep(
     options = {"mode": mode, "scope": scope, "sort": sort, "since": since, "before": before, "limit": limit}
     hits = run(_grep(state_of(ctx), pattern, key, options))
     if as_json:
-        _print_json({"hits": [h.to_dict() for h in hits], "strategy": hits.strategy, "complete": hits.complete})
+        _print_json(
+            {"hits": [h.to_dict() for h in hits], "strategy": hits.strategy, "complete": hits.complete,
+             "leftOut": hits.left_out}
+        )  # fmt: skip
         return
     print_grep_hits(hits, pattern, sort)
 
@@ -88,6 +91,8 @@ def print_grep_hits(hits: recall.GrepHits, pattern: str, sort: str = "recency") 
     console.print(table)
     if not hits.complete:
         err_console.print("[yellow]note:[/] the regex scan stopped at its row bound; older rows were not searched")
+    if (note := hits.left_out_note()) is not None:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
 
 
 # --- describe --------------------------------------------------------------------------------------

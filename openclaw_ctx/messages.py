@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -66,8 +66,9 @@ class _Wire(BaseModel):
         ser_json_inf_nan="strings",
     )
 
-    # Field names that must appear on the wire even when the caller relied on their default.
-    _always_emit: tuple[str, ...] = ()
+    # Field names that must appear on the wire even when the caller relied on their default. A ClassVar:
+    # as a pydantic private attribute it was deep-copied into every message and block at parse time.
+    _always_emit: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
     def _mark_discriminators_set(self) -> Self:

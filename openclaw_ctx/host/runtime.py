@@ -185,16 +185,9 @@ class Runtime:
     ) -> TurnResult:
         """Run one user turn on `session_key` and persist everything it produced."""
         user = prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt, timestamp=_now_ms())
-        result: TurnResult | None = None
-
-        def deferred() -> Drain | None:
-            return self.hooks.deferred_compaction(session_key, result.turn_number if result else None)
-
-        # The key's lock passes to the deferred compaction, which releases it when done: the next
-        # turn on the key (or /compact, /new) waits for it, the reply does not.
-        async with self.scheduler.turn(session_key, hand_over=deferred):
-            result = await turn.run(self, session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
-        return result
+        return await self._turn_on(
+            session_key, lambda: turn.run(self, session_key, user, entry_ids or (lambda _m: None), is_heartbeat)
+        )
 
     async def record_turn(
         self,
@@ -214,15 +207,24 @@ class Runtime:
         inside the turn's persist transaction (an adapter's own state, a staleness check that
         raises to refuse the turn): the messages and the writes commit together or not at all.
         """
+        return await self._turn_on(
+            session_key,
+            lambda: turn.record(
+                self, session_key, list(messages), entry_ids or (lambda _m: None), is_heartbeat, writes
+            ),
+        )
+
+    async def _turn_on(self, session_key: str, work: Callable[[], Awaitable[TurnResult]]) -> TurnResult:
+        """Run one turn's `work` holding the key's lock, which then passes to the turn's deferred compaction."""
         result: TurnResult | None = None
 
         def deferred() -> Drain | None:
             return self.hooks.deferred_compaction(session_key, result.turn_number if result else None)
 
+        # The key's lock passes to the deferred compaction, which releases it when done: the next
+        # turn on the key (or /compact, /new) waits for it, the reply does not.
         async with self.scheduler.turn(session_key, hand_over=deferred):
-            result = await turn.record(
-                self, session_key, list(messages), entry_ids or (lambda _m: None), is_heartbeat, writes
-            )
+            result = await work()
         return result
 
     async def assemble(

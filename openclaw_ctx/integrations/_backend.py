@@ -145,10 +145,6 @@ class Backend:
             raise cancelled
         return future.result()
 
-    def call_sync(self, work: Callable[[Runtime], Awaitable[T]]) -> T:
-        """Run ``work(runtime)`` from synchronous code (no running loop in this thread needed)."""
-        return asyncio.run_coroutine_threadsafe(_run(work, self.runtime), self._loop).result()
-
 
 async def _run(work: Callable[[Runtime], Awaitable[T]], runtime: Runtime) -> T:
     return await work(runtime)

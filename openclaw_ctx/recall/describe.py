@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
 from openclaw_ctx.errors import NotFoundError, RecallQueryError
-from openclaw_ctx.recall.covers import cover_chain, raw_in_context
+from openclaw_ctx.recall.covers import cover_chain, raw_in_context, summaries_in_context
 from openclaw_ctx.recall.source import Source, camel_keys, parse_message_id, reading
 from openclaw_ctx.recall.subtree import load_subtree, preorder
 
@@ -150,10 +150,6 @@ _CHILDREN_SQL = text(
     "SELECT s.summary_id, s.kind, s.depth, s.token_count FROM summary_parents AS sp "
     "CROSS JOIN summaries AS s ON s.summary_id = sp.summary_id WHERE sp.source_summary_id = :id ORDER BY s.created_at"
 )
-_IN_ACTIVE_CONTEXT_SQL = text(
-    "SELECT EXISTS (SELECT 1 FROM context_items AS ci CROSS JOIN sessions AS se ON se.session_id = ci.session_id "
-    "WHERE ci.summary_id = :id AND se.status = 'active')"
-)
 _MESSAGE_ROW_SQL = text(
     "SELECT message_id, session_key, session_id, seq, entry_id, role, tool_name, text, token_count, "
     "timestamp_ms, created_at FROM messages WHERE message_id = :id"
@@ -226,7 +222,7 @@ async def _describe_summary(conn: AsyncConnection, summary_id: str, token_cap: i
         {"id": r.summary_id, "kind": r.kind, "depth": r.depth, "tokens": r.token_count}
         for r in await conn.execute(_CHILDREN_SQL, {"id": summary_id})
     ]
-    in_context = bool(await conn.scalar(_IN_ACTIVE_CONTEXT_SQL, {"id": summary_id}))
+    in_context = summary_id in await summaries_in_context(conn, [summary_id])
     return SummaryDescription(
         id=summary_id,
         row=dict(row),

@@ -99,6 +99,27 @@ class RecallAccess:
         lines.extend(_hit_line(h) for h in hits)
         return "\n".join(lines)
 
+    async def ask(self, args: dict[str, Any]) -> str:
+        """``lcm_recall``: a plain-words question, ranked hits (hybrid by default) within the caller's scope."""
+        keys = await self.scope(bool(args.get("allSessions")))
+        common = {k: args[k] for k in ("mode", "since", "before", "limit") if k in args}
+        question = args["query"]
+        hits: list[recall.RecallHit] = []
+        notes: list[str] = []
+        scopes: list[str | None] = list(keys) if keys is not None else [None]
+        for key in scopes:
+            found = await recall.recall(self.store, question, session_key=key, **common)
+            hits.extend(found)
+            notes.extend(n for n in found.notes if n not in notes)
+        hits = sorted(hits, key=lambda h: -h.score)[: args.get("limit", 10)]
+        where = "all sessions" if keys is None else "session key " + ", ".join(keys)
+        if not hits:
+            return f"Nothing found for {question!r} in {where}."
+        lines = [f"{len(hits)} hit(s) for {question!r} in {where}, best first:"]
+        lines.extend(_recall_line(h) for h in hits)
+        lines.extend(f"note: {n}" for n in notes)
+        return "\n".join(lines)
+
     async def describe(self, args: dict[str, Any]) -> str:
         found = await recall.describe(
             self.store, args["id"], token_cap=args.get("tokenCap"), expand_file=bool(args.get("expandFile"))
@@ -189,6 +210,16 @@ def _hit_line(h: recall.GrepHit) -> str:
         if h.context_summary_id and h.context_summary_id != h.covering_summary_id:
             where += f" (context node {h.context_summary_id})"
         head = f"- {h.id} [{h.role}, seq {h.seq}] {h.session_key} @ {h.time} · {where}"
+    else:
+        head = f"- {h.id} [{h.summary_kind} d{h.depth}] {h.session_key} @ {h.time}"
+    return f"{head}\n  {h.snippet}"
+
+
+def _recall_line(h: recall.RecallHit) -> str:
+    if h.kind == "message":
+        where = "raw in context" if h.in_context else f"covered by {h.covering_summary_id or 'nothing'}"
+        via = f", found through {h.via}" if h.via else ""
+        head = f"- {h.id} [{h.role}, seq {h.seq}] {h.session_key} @ {h.time} · {where}{via}"
     else:
         head = f"- {h.id} [{h.summary_kind} d{h.depth}] {h.session_key} @ {h.time}"
     return f"{head}\n  {h.snippet}"

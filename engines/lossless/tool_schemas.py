@@ -24,6 +24,19 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["pattern"],
         "additionalProperties": False,
     },
+    "lcm_recall": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "A question in plain words; no syntax."},
+            "mode": {"type": "string", "enum": ["hybrid", "lexical", "semantic"], "default": "hybrid"},
+            "since": {"type": "string", "description": "ISO-8601 time; only items at or after it."},
+            "before": {"type": "string", "description": "ISO-8601 time; only items before it."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "allSessions": _SESSIONS,
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
     "lcm_describe": {
         "type": "object",
         "properties": {
@@ -119,6 +132,11 @@ DESCRIPTIONS = {
         "Search this conversation's full history (every earlier session, including what was summarized away) "
         "for words or a regex. Returns ids, times and snippets; message hits name the summary that covers them. "
         "Newest first by default: prefer the newest hit when a fact was updated."
+    ),
+    "lcm_recall": (
+        "Ask this conversation's full history a question in plain words (every earlier session, including what "
+        "was summarized away): ranked by meaning and words together, best first. Use it when you do not know "
+        "the exact words; use lcm_grep for exact words or a regex. Message hits name the summary covering them."
     ),
     "lcm_describe": (
         "Describe a summary (sum_…) or a message (msg_<n>): metadata, sources, the summaries built from it, "

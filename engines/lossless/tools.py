@@ -1,4 +1,4 @@
-"""The recall tools an agent sees: ``lcm_grep``, ``lcm_describe``, ``lcm_expand``, ``lcm_expand_query``.
+"""The recall tools an agent sees: ``lcm_grep``, ``lcm_recall``, ``lcm_describe``, ``lcm_expand``, ``lcm_expand_query``.
 
 They are the lossless engine's face of core recall (:mod:`openclaw_ctx.recall`). Tools search the
 calling session key's whole history (every rotated session of it); ``allSessions`` searches every
@@ -32,7 +32,7 @@ def build_tools(
     grant_store: GrantStore | None = None,
     spawn: SpawnCallback | None = None,
 ) -> list[ToolSpec]:
-    """The four recall tools for one calling session key.
+    """The five recall tools for one calling session key.
 
     Args:
         store: the shared Store.
@@ -43,12 +43,13 @@ def build_tools(
             expansion runs in-process under a delegated grant.
 
     Returns:
-        ToolSpecs for lcm_grep, lcm_describe, lcm_expand and lcm_expand_query.
+        ToolSpecs for lcm_grep, lcm_recall, lcm_describe, lcm_expand and lcm_expand_query.
     """
     register_file_describer()  # lcm_describe answers for file_… ids even when no entry point loaded the engine
     recall = RecallAccess(store, session_key, config, grant_store or GrantStore(store), spawn)
     impls: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
         "lcm_grep": recall.grep,
+        "lcm_recall": recall.ask,
         "lcm_describe": recall.describe,
         "lcm_expand": recall.expand,
         "lcm_expand_query": ExpandQuery(recall),

@@ -65,6 +65,7 @@ COMMAND_MODULES = [
     "openclaw_ctx.cli.commands.migrate",
     "openclaw_ctx.cli.commands.stats",
     "openclaw_ctx.cli.commands.recall",
+    "openclaw_ctx.cli.commands.ask",
     "openclaw_ctx.cli.commands.chat",
     "openclaw_ctx.cli.commands.serve",
 ]

@@ -41,6 +41,7 @@ from openclaw_ctx.host.sessions import EntryIds, Sessions, Writes, new_entry_id
 from openclaw_ctx.host.subagents import Subagents
 from openclaw_ctx.host.tools import ToolLoop
 from openclaw_ctx.host.turn import OVERFLOW_MESSAGE, TurnResult
+from openclaw_ctx.host.vector_upkeep import VectorUpkeep
 from openclaw_ctx.messages import AgentMessage, UserMessage, parse_message
 from openclaw_ctx.registry import ResolvedEngine, resolve_context_engine
 from openclaw_ctx.store import repo
@@ -73,6 +74,7 @@ class Runtime:
         system_prompt: str = "You are a helpful coding agent.",
         host: HostInfo = EMBEDDED_HOST,
         compaction_timeout_s: float | None = None,
+        embed_vectors: bool = True,
     ) -> None:
         self.store = store
         self.resolved = resolved
@@ -94,6 +96,8 @@ class Runtime:
         self.tool_loop = ToolLoop(self)
         self.scheduler = KeyScheduler(store.locks)
         self.subagents = Subagents(self)
+        self.vectors = VectorUpkeep(store, enabled=embed_vectors and not store.read_only)
+        """Embeds each turn's new rows after the reply (``embed_vectors=False`` leaves it to ``openclaw-ctx embed``)."""
 
     @classmethod
     async def create(
@@ -225,6 +229,7 @@ class Runtime:
         # turn on the key (or /compact, /new) waits for it, the reply does not.
         async with self.scheduler.turn(session_key, hand_over=deferred):
             result = await work()
+        self.vectors.touch(session_key)
         return result
 
     async def assemble(
@@ -250,7 +255,7 @@ class Runtime:
             return result, session
 
     async def settle(self, session_key: str | None = None) -> list[CompactResult]:
-        """Wait for the background maintenance (deferred compaction) of one key, or of every key.
+        """Wait for background maintenance (deferred compaction, then vector upkeep) of one key, or of all.
 
         A caller cancelled while waiting leaves the work running and still tracked (``dispose``
         awaits it).
@@ -258,7 +263,9 @@ class Runtime:
         Returns:
             What the finished drains did (those that had a debt to pay).
         """
-        return await self.scheduler.settle(session_key)
+        done = await self.scheduler.settle(session_key)
+        await self.vectors.settle()
+        return done
 
     async def compact(
         self, session_key: str, *, instructions: str | None = None, target: str = "threshold"

@@ -1,4 +1,4 @@
-"""Recall over the shared store, for every engine: grep, describe and expand across a key's sessions.
+"""Recall over the shared store, for every engine: recall, grep, describe and expand across a key's sessions.
 
 Everything here reads core tables only (messages, summaries, their FTS indexes and the DAG edges),
 so it works whatever engine wrote them. An engine's own ids (lossless-claw's ``file_…``) reach
@@ -6,6 +6,7 @@ so it works whatever engine wrote them. An engine's own ids (lossless-claw's ``f
 """
 
 from openclaw_ctx.errors import RecallQueryError
+from openclaw_ctx.recall.ask import RecallHit, RecallHits, RecallMode, Tuning, recall
 from openclaw_ctx.recall.covers import covering_summaries
 from openclaw_ctx.recall.describe import (
     FILE_CONTENT_CAP_BYTES,
@@ -25,11 +26,13 @@ from openclaw_ctx.recall.fts import fts_terms, sanitize_fts_query
 from openclaw_ctx.recall.grep import MAX_LIMIT, GrepHit, GrepHits, Mode, Scope, Sort, grep
 from openclaw_ctx.recall.source import Source, camel_keys, parse_message_id, reading
 from openclaw_ctx.recall.subtree import Subtree, load_subtree
+from openclaw_ctx.recall.vectors import EmbedReport, embed_pending, pending_counts
 
 __all__ = [
     "FILE_CONTENT_CAP_BYTES",
     "MAX_LIMIT",
     "DescribeOptions",
+    "EmbedReport",
     "Description",
     "ExpandEntry",
     "ExpandResult",
@@ -40,21 +43,28 @@ __all__ = [
     "ManifestLine",
     "MessageDescription",
     "Mode",
+    "RecallHit",
+    "RecallHits",
+    "RecallMode",
     "RecallQueryError",
     "Scope",
     "Sort",
     "Source",
     "Subtree",
     "SummaryDescription",
+    "Tuning",
     "camel_keys",
     "covering_summaries",
     "describe",
+    "embed_pending",
     "expand",
     "fts_terms",
     "grep",
     "load_subtree",
     "parse_message_id",
+    "pending_counts",
     "reading",
+    "recall",
     "register_describer",
     "sanitize_fts_query",
     "unregister_describer",

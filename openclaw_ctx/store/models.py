@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -23,10 +24,12 @@ __all__ = [
     "Compaction",
     "ContextItem",
     "Message",
+    "MessageVector",
     "Session",
     "Summary",
     "SummaryMessage",
     "SummaryParent",
+    "SummaryVector",
     "EngineState",
     "TranscriptEntry",
     "Turn",
@@ -310,3 +313,32 @@ class TurnAdvancement(Base):
     admission_json: Mapped[str | None] = mapped_column(Text)
     terminal_json: Mapped[str | None] = mapped_column(Text)
     at: Mapped[str] = mapped_column(String, nullable=False, server_default=NOW)
+
+
+class MessageVector(Base):
+    """A message's embedding for semantic recall (revision 0008): derived data, rebuilt by ``openclaw-ctx embed``.
+
+    `vector` is the unit-length embedding quantised to int8 (one signed byte per dimension, scale 127).
+    """
+
+    __tablename__ = "message_vectors"
+    __table_args__ = (Index("ix_message_vectors_key", "session_key", "message_id"),)
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.message_id", ondelete="RESTRICT"), primary_key=True, autoincrement=False
+    )
+    session_key: Mapped[str] = mapped_column(String, nullable=False)
+    model: Mapped[str] = mapped_column(String, nullable=False)
+    vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class SummaryVector(Base):
+    """A summary's embedding, as :class:`MessageVector` (revision 0008)."""
+
+    __tablename__ = "summary_vectors"
+    __table_args__ = (Index("ix_summary_vectors_key", "session_key"),)
+
+    summary_id: Mapped[str] = mapped_column(ForeignKey("summaries.summary_id", ondelete="RESTRICT"), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String, nullable=False)
+    model: Mapped[str] = mapped_column(String, nullable=False)
+    vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

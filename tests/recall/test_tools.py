@@ -38,7 +38,7 @@ async def call(tool: ToolSpec, args: Any) -> str:
 
 async def test_tool_specs_have_schemas_and_handlers(store: Store) -> None:
     specs = build_tools(store, session_key="k")
-    assert [t.name for t in specs] == ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query"]
+    assert [t.name for t in specs] == ["lcm_grep", "lcm_recall", "lcm_describe", "lcm_expand", "lcm_expand_query"]
     for t in specs:
         assert t.parameters["type"] == "object" and t.parameters["additionalProperties"] is False
         assert t.description and t.handler is not None

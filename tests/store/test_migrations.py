@@ -84,6 +84,10 @@ ADDED_BY_REVISION: dict[str, dict[str, set[str]]] = {
     "0005": {},  # a column: turns.prompt_tokens
     "0006": {},  # a column: transcript_entries.source_line
     "0007": {},  # both FTS tables declared again (content="…"), same names and shadow tables
+    "0008": {
+        "table": {"message_vectors", "summary_vectors"},
+        "index": {"ix_message_vectors_key", "ix_summary_vectors_key"},
+    },
 }
 EMPTY: dict[str, set[str]] = {"table": set(), "view": set(), "trigger": set(), "index": set()}
 

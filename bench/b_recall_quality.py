@@ -142,8 +142,8 @@ async def latency_at(path: Path, n: int, questions: list[str], log: Any = print)
     """
     from bench import b_recall
 
-    if not path.exists():
-        b_recall.build(path, n, 1, 1.0, log)
+    if not await asyncio.to_thread(path.exists):
+        await asyncio.to_thread(b_recall.build, path, n, 1, 1.0, log)  # it runs its own event loop
     store = await Store.open(path)
     embedder = default_embedder()
     assert embedder is not None

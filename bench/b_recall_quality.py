@@ -217,6 +217,9 @@ async def _run(workdir: Path, sizes: tuple[int, ...] = (10_000, 100_000)) -> lis
         rows.append(Row(NAME, f"recall p50, one key of {n:,} messages (lexical)", "ms", lexical, False))
         print(f"{n:,} messages: hybrid p50 {hybrid.median:.1f} ms p99 {hybrid.p99}, lexical p50 "
               f"{lexical.median:.1f} ms p99 {lexical.p99}; embed {embed_s:.1f} s")  # fmt: skip
+    for name in ("ingest-off.db", "ingest-on.db"):  # a fresh store each run: a rerun would only dedupe
+        for suffix in ("", "-wal", "-shm"):
+            (workdir / f"{name}{suffix}").unlink(missing_ok=True)
     off = await load(workdir / "ingest-off.db", "lossless-claw", conversations, vectors=False)
     on = await load(workdir / "ingest-on.db", "lossless-claw", conversations, vectors=True)
     n = sum(len(s.turns) for c in conversations for s in c.sessions)

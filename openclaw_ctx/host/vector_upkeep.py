@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from openclaw_ctx.errors import StoreError
-from openclaw_ctx.recall.embedding import Embedder, default_embedder
-from openclaw_ctx.recall.vectors import embed_pending
 from openclaw_ctx.store.store import Store
+
+if TYPE_CHECKING:
+    from openclaw_ctx.recall.embedding import Embedder
 
 __all__ = ["VectorUpkeep"]
 
@@ -50,6 +52,9 @@ class VectorUpkeep:
             await asyncio.shield(self._task)
 
     async def _work(self) -> None:
+        # Imported here: NumPy and the model load only in a process that runs turns with upkeep on.
+        from openclaw_ctx.recall.embedding import default_embedder
+
         embedder = await asyncio.to_thread(default_embedder)
         if embedder is None:
             self._enabled = False
@@ -63,6 +68,8 @@ class VectorUpkeep:
 
     async def _embed(self, key: str, embedder: Embedder) -> bool:
         """One pass over the key; False when the store is gone (upkeep stops)."""
+        from openclaw_ctx.recall.vectors import embed_pending
+
         try:
             report = await embed_pending(
                 self._store, embedder, session_key=key, after=self._after.get(key), limit=_PER_PASS

@@ -7,6 +7,7 @@ from the registry once the store is known, and the doctor turns them into checks
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
 from openclaw_ctx.config import OpenClawConfig
@@ -204,6 +206,43 @@ async def _deep_check(report: DoctorReport, store: Store | None) -> None:
         report.add("deep check", "ok", "summary DAG and context items are consistent")
 
 
+async def _check_vectors(report: DoctorReport, store: Store | None) -> None:
+    """Semantic recall's model and stored vectors; anything wrong degrades recall to words, so a warning."""
+    if importlib.util.find_spec("wordllama") is None:
+        report.add("semantic recall", "warn", "the wordllama package is not installed: recall ranks by words only")
+        return
+    if store is None:
+        return
+    try:
+        async with store.read() as conn:
+            row = (
+                await conn.exec_driver_sql(
+                    "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM message_vectors), "
+                    "(SELECT count(*) FROM message_vectors WHERE length(vector) <> 256), "
+                    "(SELECT count(*) FROM summaries), (SELECT count(*) FROM summary_vectors)"
+                )
+            ).one()
+    except DBAPIError as exc:
+        report.add("semantic recall", "warn", f"the vector tables cannot be read ({exc.orig}): recall ranks by words")
+        return
+    messages, vectors, damaged, summaries, summary_vectors = (int(v) for v in row)
+    report.facts["vectors"] = {"messages": messages, "message_vectors": vectors, "damaged": damaged}
+    if damaged:
+        report.add(
+            "semantic recall", "warn", f"{damaged} stored vector(s) are damaged; `openclaw-ctx embed` redoes them"
+        )
+    elif vectors + summary_vectors < messages + summaries:
+        missing = messages + summaries - vectors - summary_vectors
+        report.add(
+            "semantic recall", "ok", f"{missing} item(s) have no stored vector yet (recall embeds them in memory; "
+            "`openclaw-ctx embed` stores them)",
+        )  # fmt: skip
+    else:
+        report.add(
+            "semantic recall", "ok", f"every message and summary has a stored vector ({vectors + summary_vectors})"
+        )
+
+
 def _check_tokenizer(report: DoctorReport) -> None:
     status = tokenizer_status()
     report.facts["tokenizer"] = asdict(status)
@@ -243,6 +282,7 @@ async def diagnose(
         _check_engine(report, facts)
         await _check_lossless_installed(report, facts, store)
         _check_tokenizer(report)
+        await _check_vectors(report, store)
         if deep:
             await _deep_check(report, store)
     finally:

@@ -18,7 +18,6 @@ from openclaw_ctx import recall
 from openclaw_ctx.cli.app import CliState, console, err_console, run, state_of
 from openclaw_ctx.cli.commands.recall import _open
 from openclaw_ctx.errors import StoreError
-from openclaw_ctx.recall.embedding import default_embedder, unavailable_reason
 from openclaw_ctx.store.store import Store
 
 __all__ = ["register"]
@@ -67,6 +66,8 @@ def recall_command(
 
 
 async def _embed(state: CliState, key: str | None, show: bool) -> tuple[recall.EmbedReport, int]:
+    from openclaw_ctx.recall.embedding import default_embedder, unavailable_reason
+
     embedder = default_embedder()
     if embedder is None:
         raise StoreError(unavailable_reason() or "no embedding model is available")

@@ -32,7 +32,7 @@ from openclaw_ctx.config import OpenClawConfig
 from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.recall import Tuning, embed_pending, fts_terms, recall
-from openclaw_ctx.recall.embedding import default_embedder
+from openclaw_ctx.recall.embedding import Embedder, WordLlamaEmbedder, default_embedder
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.testing import assistant, user
 
@@ -86,7 +86,9 @@ def _raw_bm25(db: sqlite3.Connection, key: str, question: str) -> list[int]:
         return []
 
 
-async def score(path: Path, conversations: list[Conversation], tuning: Tuning) -> dict[str, dict[str, list[int]]]:
+async def score(
+    path: Path, conversations: list[Conversation], tuning: Tuning, embedder: Embedder | None = None
+) -> dict[str, dict[str, list[int]]]:
     """Per method, per question class: the rank (1..10, 0 = not found) of each question's first evidence."""
     ranks: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     db = sqlite3.connect(path)
@@ -98,7 +100,9 @@ async def score(path: Path, conversations: list[Conversation], tuning: Tuning) -
                 evidence = {ids[f"{s}:{t}"] for s, t in q.evidence}
                 got = {"bm25 (raw FTS5, OR)": _raw_bm25(db, conv.key, q.text)}
                 for mode in MODES:
-                    hits = await recall(store, q.text, session_key=conv.key, mode=mode, limit=20, tuning=tuning)  # type: ignore[arg-type]
+                    hits = await recall(
+                        store, q.text, session_key=conv.key, mode=mode, limit=20, tuning=tuning, embedder=embedder
+                    )  # type: ignore[arg-type]
                     got[mode] = [h.message_id for h in hits if h.message_id is not None][:10]
                 for method, found in got.items():
                     rank = next((i + 1 for i, m in enumerate(found) if m in evidence), 0)
@@ -249,15 +253,32 @@ def _tune(workdir: Path) -> None:
     print("baseline dev:", {c: round(metrics(v)["r@10"], 3) for c, v in ranks.items()})
 
 
+async def _dims(workdir: Path, dims: list[int]) -> None:
+    """The test split at other (Matryoshka-truncated) dimensions of the same model; vectors embedded in memory."""
+    conversations = generate("test")
+    path = workdir / "test-lossless-claw.db"
+    if not path.exists():
+        await load(path, "lossless-claw", conversations)
+    for dim in dims:
+        ranks = await score(path, conversations, Tuning(), WordLlamaEmbedder(dim))
+        _table({m: ranks[m] for m in ("semantic", "hybrid")}, f"test split, lossless-claw, {dim} dimensions")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights on the dev split")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--dims", type=int, nargs="*", help="only score the test split's stored histories at these dims"
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="recall-quality-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.tune:
         _tune(workdir)
+        return
+    if args.dims:
+        asyncio.run(_dims(workdir, args.dims))
         return
     for row in asyncio.run(_run(workdir)):
         print(

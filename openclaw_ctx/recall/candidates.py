@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.recall.fts import like_pattern
 from openclaw_ctx.recall.lexical import LexicalQuery, rescore
-from openclaw_ctx.recall.rows import MSG_MS, TimeWindow, time_sql
+from openclaw_ctx.recall.rows import MSG_MS, SUM_MS, TimeWindow, time_sql
 from openclaw_ctx.recall.search import _rowid_range
 from openclaw_ctx.recall.vectors import similarities
 from openclaw_ctx.store.repo import Driver
@@ -30,7 +30,6 @@ _CJK_SCAN = 5000
 _LIFTED = 20
 """Summaries, best first, whose covered messages are lifted."""
 _PER_SUMMARY = 2
-_SUM_MS = "CAST(ROUND((julianday(COALESCE(s.latest_at, s.created_at)) - 2440587.5) * 86400000) AS INTEGER)"
 
 
 @dataclass
@@ -73,7 +72,7 @@ async def _bm25(
     if table == "messages":
         alias, id_col, item, ms, body = "m", "m.message_id", "m.message_id", MSG_MS, "substr(m.text, 1, 20000)"
     else:
-        alias, id_col, item, ms, body = "s", "s.rowid", "s.summary_id", _SUM_MS, "substr(s.content, 1, 20000)"
+        alias, id_col, item, ms, body = "s", "s.rowid", "s.summary_id", SUM_MS, "substr(s.content, 1, 20000)"
     params: dict[str, Any] = {"match": match, "n": _BM25_POOL}
     scope = ""
     if key is not None:
@@ -97,7 +96,7 @@ async def _cjk(
     alias, item, ms, column, order = (
         ("m", "m.message_id", MSG_MS, "m.text", "m.message_id")
         if table == "messages"
-        else ("s", "s.summary_id", _SUM_MS, "s.content", "s.rowid")
+        else ("s", "s.summary_id", SUM_MS, "s.content", "s.rowid")
     )
     params: dict[str, Any] = {f"b{i}": like_pattern(b) for i, b in enumerate(bigrams[:64])}
     where = " OR ".join(f"{column} LIKE :b{i} ESCAPE '\\'" for i in range(len(params)))

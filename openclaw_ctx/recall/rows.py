@@ -14,6 +14,7 @@ from openclaw_ctx._time import iso_from_ms, ms_from_iso
 __all__ = [
     "COLUMNS",
     "MSG_MS",
+    "SUM_MS",
     "Found",
     "SearchQuery",
     "SearchRow",
@@ -84,12 +85,12 @@ class Found:
 
 
 MSG_MS = "COALESCE(m.timestamp_ms, CAST(ROUND((julianday(m.created_at) - 2440587.5) * 86400000) AS INTEGER))"
-_SUM_MS = "CAST(ROUND((julianday(COALESCE(s.latest_at, s.created_at)) - 2440587.5) * 86400000) AS INTEGER)"
+SUM_MS = "CAST(ROUND((julianday(COALESCE(s.latest_at, s.created_at)) - 2440587.5) * 86400000) AS INTEGER)"
 COLUMNS = {
     "messages": f"m.message_id, m.session_key, m.session_id, m.seq, m.role, m.text, m.created_at, {MSG_MS} AS ms",
     "summaries": (
         f"s.summary_id, s.session_key, s.session_id, s.kind, s.depth, s.content, "
-        f"COALESCE(s.latest_at, s.created_at) AS at, {_SUM_MS} AS ms"
+        f"COALESCE(s.latest_at, s.created_at) AS at, {SUM_MS} AS ms"
     ),
 }
 """The select list per table; its sixth column is the searched text."""

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openclaw_ctx.recall.embedding import Embedder, Matrix, dequantize, quantize
-from openclaw_ctx.recall.rows import MSG_MS
+from openclaw_ctx.recall.rows import MSG_MS, SUM_MS
 from openclaw_ctx.store.repo import Driver
 from openclaw_ctx.store.store import Store
 
@@ -41,7 +41,6 @@ INLINE_LIMIT = 20_000
 """Items without a stored vector that one search embeds in memory (about 0.3 s of work at most)."""
 _BATCH = 256
 
-_SUM_MS = "CAST(ROUND((julianday(COALESCE(s.latest_at, s.created_at)) - 2440587.5) * 86400000) AS INTEGER)"
 _TEXT = {"messages": "m.text", "summaries": "s.content"}
 _PENDING_SQL = {
     "messages": (
@@ -71,7 +70,7 @@ _LOAD_SQL = {
         "WHERE m.message_id > :after{key} ORDER BY m.message_id"
     ),
     "summaries": (
-        f"SELECT s.rowid, s.summary_id, {_SUM_MS}, v.vector, "
+        f"SELECT s.rowid, s.summary_id, {SUM_MS}, v.vector, "
         "CASE WHEN v.vector IS NULL THEN substr(s.content, 1, 8000) END FROM summaries AS s "
         "LEFT JOIN summary_vectors AS v ON v.summary_id = s.summary_id AND v.model = :model "
         "WHERE s.rowid > :after{key} ORDER BY s.rowid"

@@ -45,6 +45,7 @@ class VectorUpkeep:
         self._dirty[session_key] = None
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._work(), name="openclaw-ctx vector upkeep")
+            self._store.track(self._task)
 
     async def settle(self) -> None:
         """Wait until every noted key is embedded (a cancelled caller leaves the work running)."""
@@ -56,11 +57,11 @@ class VectorUpkeep:
         from openclaw_ctx.recall.embedding import default_embedder
 
         embedder = await asyncio.to_thread(default_embedder)
-        if embedder is None:
+        if embedder is None or self._store.closing:
             self._enabled = False
             self._dirty.clear()
             return
-        while self._dirty:
+        while self._dirty and not self._store.closing:
             key = next(iter(self._dirty))
             del self._dirty[key]
             if not await self._embed(key, embedder):

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from openclaw_ctx._ids import LOSSLESS_ENGINE_ID
 from openclaw_ctx.config import OpenClawConfig
-from openclaw_ctx.errors import OpenClawCtxError
+from openclaw_ctx.errors import DatabaseCorruptError, OpenClawCtxError
 from openclaw_ctx.inspect.dag import deep_check
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.tokens import tokenizer_status
@@ -95,6 +95,10 @@ def _exists(path: Path) -> bool:
     return path.exists()
 
 
+def _damage(exc: OpenClawCtxError) -> str:
+    return f"damaged: {exc.detail}" if isinstance(exc, DatabaseCorruptError) else exc.detail
+
+
 async def _check_database(report: DoctorReport, path: Path) -> Store | None:
     report.facts["database"] = str(path)
     if not _exists(path):
@@ -103,7 +107,7 @@ async def _check_database(report: DoctorReport, path: Path) -> Store | None:
     try:
         store = await Store.connect(path)
     except OpenClawCtxError as exc:
-        report.add("database", "fail", exc.detail)
+        report.add("database", "fail", _damage(exc))
         return None
     try:
         state = await store.schema_state()
@@ -114,7 +118,7 @@ async def _check_database(report: DoctorReport, path: Path) -> Store | None:
             tables = await conn.scalar(text("SELECT count(*) FROM sqlite_master WHERE type = 'table'"))
     except OpenClawCtxError as exc:
         await store.engine.dispose()
-        report.add("database", "fail", exc.detail)
+        report.add("database", "fail", _damage(exc))
         return None
     report.facts["journal_mode"] = mode
     ok = damage == ["ok"]

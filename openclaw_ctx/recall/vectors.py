@@ -129,7 +129,7 @@ async def embed_pending(
     if after is not None:
         report.after.update(after)
     for table in ("messages", "summaries"):
-        while limit is None or report.messages + report.summaries < limit:
+        while (limit is None or report.messages + report.summaries < limit) and not store.closing:
             room = _BATCH if limit is None else min(_BATCH, limit - report.messages - report.summaries)
             params: dict[str, Any] = {"model": embedder.model, "after": report.after[table], "n": room}
             if session_key is not None:

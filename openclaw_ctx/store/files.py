@@ -62,7 +62,9 @@ def wrap_db_errors(path: str) -> Iterator[None]:
     except (DBAPIError, sqlite3.DatabaseError) as exc:
         message = str(getattr(exc, "orig", exc))
         if "file is not a database" in message or "malformed" in message:
-            raise DatabaseCorruptError(f"{path}: the database is corrupt or not SQLite ({message})") from exc
+            raise DatabaseCorruptError(
+                f"{path}: the database is corrupt or not SQLite ({message}); nothing was written"
+            ) from exc
         if "unable to open database file" in message:
             raise StoreError(f"{path}: cannot open the database file ({message})") from exc
         for needle, meaning in _STORAGE_FAULTS:

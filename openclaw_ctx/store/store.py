@@ -72,6 +72,8 @@ class Store:
         """The file is on storage this process cannot write: reads work, every write is refused."""
         self._write_lock = asyncio.Lock()
         self._closed = False
+        self._closing = False
+        self._background: set[asyncio.Task[Any]] = set()
         self.locks = ProcessLocks(path)
         """Cross-process locks: a session key's for a whole turn or compaction, the schema's for upgrades."""
 
@@ -145,10 +147,29 @@ class Store:
         _install_connection_hooks(engine, read_only=read_only)
         return cls(engine, path, counter or get_counter(), read_only=read_only)
 
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """A background writer (vector upkeep) that :meth:`close` lets finish its batch first."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`close` began: background writers stop after their current batch."""
+        return self._closing or self._closed
+
     async def close(self) -> None:
-        """Dispose of the engine (running a bounded ``PRAGMA optimize`` first); later reads and writes raise."""
+        """Dispose of the engine (running a bounded ``PRAGMA optimize`` first); later reads and writes raise.
+
+        Background writers registered with :meth:`track` finish their current batch first, so none
+        is left holding a connection of a disposed engine.
+        """
         if self._closed:
             return
+        self._closing = True
+        loop = asyncio.get_running_loop()
+        pending = [t for t in self._background if not t.done() and t.get_loop() is loop]
+        if pending:
+            await asyncio.wait(pending, timeout=30)
         self._closed = True
         if self.read_only:
             await self.engine.dispose()

@@ -322,7 +322,7 @@ def test_the_readmes_look_inside_block_runs_on_the_gateways_database(run: Run) -
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it from OpenClaw", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.split("```bash\n")[2].split("```", 1)[0].splitlines() if line.strip()]
-    assert len(lines) == 3 and all("~/.openclaw/openclaw-ctx.db" in line for line in lines)
+    assert len(lines) == 4 and all("~/.openclaw/openclaw-ctx.db" in line for line in lines)
     env = {**os.environ, "COLUMNS": "200", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     outputs = []
     for line in lines:
@@ -333,3 +333,4 @@ def test_the_readmes_look_inside_block_runs_on_the_gateways_database(run: Run) -
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         outputs.append(done.stdout)
     assert KEY in outputs[0] and "PLUM-4" in outputs[1]
+    assert "hit(s) for 'which database did we move staging to?' (hybrid)" in outputs[3]

@@ -71,7 +71,7 @@ async def load(path: Path, engine: str, conversations: list[Conversation], *, ve
     return took
 
 
-def _raw_bm25(db: sqlite3.Connection, key: str, question: str) -> list[int]:
+def raw_bm25(db: sqlite3.Connection, key: str, question: str) -> list[int]:
     words = fts_terms(question)
     if not words:
         return []
@@ -98,7 +98,7 @@ async def score(
             ids = dict(db.execute("SELECT entry_id, message_id FROM messages WHERE session_key = ?", (conv.key,)))
             for q in conv.questions:
                 evidence = {ids[f"{s}:{t}"] for s, t in q.evidence}
-                got = {"bm25 (raw FTS5, OR)": _raw_bm25(db, conv.key, q.text)}
+                got = {"bm25 (raw FTS5, OR)": raw_bm25(db, conv.key, q.text)}
                 for mode in MODES:
                     hits = await recall(
                         store, q.text, session_key=conv.key, mode=mode, limit=20, tuning=tuning, embedder=embedder
@@ -125,18 +125,25 @@ def metrics(ranks: list[int]) -> dict[str, float]:
     }
 
 
-async def latency(path: Path, conversations: list[Conversation], repeat: int = 3) -> Stat:
-    """Hybrid recall latency over one key (warm: the process's vector index is loaded)."""
-    store = await Store.open(path)
+async def _timed(store: Store, key: str, questions: list[str], mode: str, repeat: int = 3) -> Stat:
+    """Milliseconds per `recall` in `mode`, warm: one call first loads the process's vector index."""
+    await recall(store, questions[0], session_key=key)
     samples: list[float] = []
     for _ in range(repeat):
-        for conv in conversations[:1]:
-            for q in conv.questions:
-                start = time.perf_counter()
-                await recall(store, q.text, session_key=conv.key)
-                samples.append((time.perf_counter() - start) * 1000)
-    await store.close()
+        for q in questions:
+            start = time.perf_counter()
+            await recall(store, q, session_key=key, mode=mode)  # type: ignore[arg-type]
+            samples.append((time.perf_counter() - start) * 1000)
     return Stat.of(samples)
+
+
+async def latency(path: Path, conversations: list[Conversation]) -> Stat:
+    """Hybrid recall latency over the first conversation's key."""
+    store = await Store.open(path)
+    try:
+        return await _timed(store, conversations[0].key, [q.text for q in conversations[0].questions], "hybrid")
+    finally:
+        await store.close()
 
 
 async def latency_at(path: Path, n: int, questions: list[str], log: Any = print) -> tuple[Stat, Stat, float]:
@@ -155,18 +162,10 @@ async def latency_at(path: Path, n: int, questions: list[str], log: Any = print)
     await embed_pending(store, embedder)
     embed_s = time.perf_counter() - start
     key = b_recall._key(0)
-    await recall(store, questions[0], session_key=key)  # loads the process's vector index once
-    stats = []
-    for mode in ("hybrid", "lexical"):
-        samples = []
-        for _ in range(3):
-            for q in questions:
-                t0 = time.perf_counter()
-                await recall(store, q, session_key=key, mode=mode)  # type: ignore[arg-type]
-                samples.append((time.perf_counter() - t0) * 1000)
-        stats.append(Stat.of(samples))
-    await store.close()
-    return stats[0], stats[1], embed_s
+    try:
+        return await _timed(store, key, questions, "hybrid"), await _timed(store, key, questions, "lexical"), embed_s
+    finally:
+        await store.close()
 
 
 def _table(ranks: dict[str, dict[str, list[int]]], label: str) -> None:

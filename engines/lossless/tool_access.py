@@ -116,7 +116,7 @@ class RecallAccess:
         if not hits:
             return f"Nothing found for {question!r} in {where}."
         lines = [f"{len(hits)} hit(s) for {question!r} in {where}, best first:"]
-        lines.extend(_recall_line(h) for h in hits)
+        lines.extend(_hit_line(h) for h in hits)
         lines.extend(f"note: {n}" for n in notes)
         return "\n".join(lines)
 
@@ -204,22 +204,14 @@ async def summary_keys(store: Store, ids: list[str]) -> dict[str, str]:
         return {r[0]: r[1] for r in await conn.execute(sql, {"ids": ids})}
 
 
-def _hit_line(h: recall.GrepHit) -> str:
+def _hit_line(h: recall.GrepHit | recall.RecallHit) -> str:
     if h.kind == "message":
         where = "raw in context" if h.in_context else f"covered by {h.covering_summary_id or 'nothing'}"
         if h.context_summary_id and h.context_summary_id != h.covering_summary_id:
             where += f" (context node {h.context_summary_id})"
+        if isinstance(h, recall.RecallHit) and h.via:
+            where += f", found through {h.via}"
         head = f"- {h.id} [{h.role}, seq {h.seq}] {h.session_key} @ {h.time} · {where}"
-    else:
-        head = f"- {h.id} [{h.summary_kind} d{h.depth}] {h.session_key} @ {h.time}"
-    return f"{head}\n  {h.snippet}"
-
-
-def _recall_line(h: recall.RecallHit) -> str:
-    if h.kind == "message":
-        where = "raw in context" if h.in_context else f"covered by {h.covering_summary_id or 'nothing'}"
-        via = f", found through {h.via}" if h.via else ""
-        head = f"- {h.id} [{h.role}, seq {h.seq}] {h.session_key} @ {h.time} · {where}{via}"
     else:
         head = f"- {h.id} [{h.summary_kind} d{h.depth}] {h.session_key} @ {h.time}"
     return f"{head}\n  {h.snippet}"

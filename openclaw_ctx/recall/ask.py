@@ -5,7 +5,7 @@ ORed through FTS5, bm25 over every match, re-scored by coverage and adjacency. S
 (:mod:`openclaw_ctx.recall.vectors`): cosine similarity of offline embeddings. Reciprocal-rank
 fusion adds ``weight / (k + rank)`` from each list; a matching summary also lifts the messages it
 covers that are closest to the question, so the raw evidence comes back and not only its summary.
-A small recency boost breaks near-ties toward the newer item (an updated fact's latest statement).
+Equal scores go to the newer item; a recency boost (``Tuning.recency_weight``, 0 as tuned) can add more.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ async def _fuse(
             entry = fused.setdefault(item, candidates.Fused(ms=ms))
             entry.score += weight / (tuning.rrf_k + rank + 1)
 
-    if lexical is not None and not lexical.empty:
+    if lexical is not None:  # never empty: recall() refused a question without searchable words
         for table in ("messages", "summaries"):
             add(await candidates.lexical(conn, table, lexical, key, window, _DEPTH, tuning), tuning.lexical_weight)
         lists.append("lexical")
@@ -157,7 +157,7 @@ async def _fuse(
             query_vector = None
             if not lists:
                 raise RecallQueryError(
-                    "semantic recall is unavailable on this store and the question has no words"
+                    f"semantic recall is unavailable on this store: the vector tables cannot be read ({exc.orig})"
                 ) from exc
     await candidates.lift_covered(conn, key, fused, query_vector, model, window, tuning)
     candidates.boost_recent(fused, tuning.recency_weight)

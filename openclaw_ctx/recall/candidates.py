@@ -43,7 +43,13 @@ class Fused:
 
 
 async def lexical(
-    conn: AsyncConnection, table: str, query: LexicalQuery, key: str | None, window: TimeWindow, depth: int, tuning: Any
+    conn: AsyncConnection,
+    table: str,
+    query: LexicalQuery,
+    key: str | None,
+    window: TimeWindow,
+    depth: int,
+    tuning: Tuning,
 ) -> list[tuple[int | str, int]]:
     """The table's best `depth` items for the query, as (item id, ms), best first."""
     scored: dict[int | str, tuple[float, int]] = {}
@@ -121,7 +127,7 @@ WITH RECURSIVE down(sid, root, lvl) AS (
     SELECT sp.source_summary_id, down.root, down.lvl + 1
     FROM down CROSS JOIN summary_parents AS sp ON sp.summary_id = down.sid WHERE down.lvl < 64
 )
-SELECT down.root, m.message_id, {ms}, substr(m.text, 1, 8000)
+SELECT down.root, m.message_id, {ms}
 FROM down CROSS JOIN summary_messages AS sm ON sm.summary_id = down.sid
 CROSS JOIN messages AS m ON m.message_id = sm.message_id
 """
@@ -142,13 +148,13 @@ async def lift_covered(
         return
     sql = _COVERED_SQL.format(ms=MSG_MS)
     rows = await (await Driver.of(conn)).fetchall(sql, {"ids": json.dumps(summaries)})
-    by_summary: dict[str, list[tuple[int, int, str]]] = {}
-    for root, mid, ms, body in rows:
+    by_summary: dict[str, list[tuple[int, int]]] = {}
+    for root, mid, ms in rows:
         if window.since_ms is not None and (ms or 0) < window.since_ms:
             continue
         if window.before_ms is not None and (ms or 0) >= window.before_ms:
             continue
-        by_summary.setdefault(root, []).append((mid, int(ms or 0), body or ""))
+        by_summary.setdefault(root, []).append((mid, int(ms or 0)))
     for sid, covered in by_summary.items():
         for mid, ms in await _closest(conn, key, covered, query_vector, model, fused):
             share = fused[sid].score * tuning.summary_lift
@@ -160,7 +166,7 @@ async def lift_covered(
 async def _closest(
     conn: AsyncConnection,
     key: str | None,
-    covered: list[tuple[int, int, str]],
+    covered: list[tuple[int, int]],
     query_vector: Matrix | None,
     model: Embedder | None,
     fused: dict[int | str, Fused],
@@ -168,10 +174,10 @@ async def _closest(
     """The covered messages to lift: those already ranked, best first, else the most similar."""
     ranked = sorted((c for c in covered if c[0] in fused), key=lambda c: -fused[c[0]].score)
     if ranked or query_vector is None or model is None:
-        return [(mid, ms) for mid, ms, _ in ranked[:_PER_SUMMARY]]
-    scores = await similarities(conn, key, query_vector, model, [(mid, body) for mid, _, body in covered])
+        return ranked[:_PER_SUMMARY]
+    scores = await similarities(conn, key, query_vector, model, [mid for mid, _ in covered])
     order = np.argsort(-np.asarray(scores))[:_PER_SUMMARY]
-    return [(covered[i][0], covered[i][1]) for i in order]
+    return [covered[i] for i in order]
 
 
 def boost_recent(fused: dict[int | str, Fused], weight: float) -> None:

@@ -20,6 +20,7 @@ import unicodedata
 from openclaw_ctx.errors import RecallQueryError
 
 __all__ = [
+    "CJK_CHAR",
     "MAX_LIKE_PATTERN_BYTES",
     "MAX_LIKE_TERMS",
     "checked_like_terms",
@@ -39,7 +40,7 @@ MAX_LIKE_PATTERN_BYTES = 50_000
 
 # Characters unicode61 treats as part of a token: letters, numbers and private-use code points.
 _TOKEN_CATEGORIES = ("L", "N")
-_CJK = re.compile(
+CJK_CHAR = re.compile(
     "[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
 )
@@ -102,7 +103,7 @@ def fts_terms(user_text: str) -> list[str]:
 
 def has_cjk(user_text: str) -> bool:
     """True when the text contains CJK (or Hangul / kana) characters."""
-    return _CJK.search(user_text) is not None
+    return CJK_CHAR.search(user_text) is not None
 
 
 def needs_like_fallback(user_text: str) -> bool:

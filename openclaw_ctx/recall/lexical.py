@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from openclaw_ctx.recall.fts import chunks, fts_terms, has_cjk
+from openclaw_ctx.recall.fts import CJK_CHAR, chunks, fts_terms, has_cjk
 
 __all__ = [
     "STOP_WORDS",
@@ -44,7 +44,7 @@ STOP_WORDS = frozenset(
 _CJK_STOP = frozenset(
     "的了吗呢吧啊是在和与及或我你他她它们这那哪里什么怎么谁几个为有没不也就都很吗么呀はがをにでとものへやかな"
 )
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7ff\uf900-\ufaff]+")
+_CJK_RUN = re.compile(CJK_CHAR.pattern + "+")
 _IDENTIFIER = re.compile(r"\w[\w.:/#@-]*[.:/#@-][\w.:/#@-]*\w")
 
 

@@ -12,6 +12,7 @@ for the query (up to :data:`INLINE_LIMIT` of them, newest first) and never writt
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,6 @@ __all__ = [
     "EmbedReport",
     "VectorHit",
     "embed_pending",
-    "inline_count",
     "pending_counts",
     "search_vectors",
     "similarities",
@@ -56,6 +56,9 @@ _PENDING_SQL = {
         "ORDER BY s.rowid LIMIT :n"
     ),
 }
+_TEXT_SQL = (
+    "SELECT message_id, substr(text, 1, 8000) FROM messages WHERE message_id IN (SELECT value FROM json_each(?))"
+)
 _WRITE_SQL = {
     "messages": "INSERT OR REPLACE INTO message_vectors (message_id, session_key, model, vector) VALUES (?, ?, ?, ?)",
     "summaries": "INSERT OR REPLACE INTO summary_vectors (summary_id, session_key, model, vector) VALUES (?, ?, ?, ?)",
@@ -254,19 +257,18 @@ async def search_vectors(
 
 
 async def similarities(
-    conn: AsyncConnection, session_key: str | None, query: Matrix, embedder: Embedder, messages: list[tuple[int, str]]
+    conn: AsyncConnection, session_key: str | None, query: Matrix, embedder: Embedder, message_ids: list[int]
 ) -> list[float]:
-    """Cosine of `query` with each (message id, text): from the loaded index, else embedded now."""
+    """Cosine of `query` with each message: from the loaded index, else embedded now (text read only for those)."""
     index = await _refresh(conn, "messages", session_key, embedder)
     with index.lock:
-        rows = [index.positions.get(mid) for mid, _ in messages]
+        rows = [index.positions.get(mid) for mid in message_ids]
         known = index.matrix[[r for r in rows if r is not None]] @ query.reshape(-1)
-    unknown = [body for (_, body), r in zip(messages, rows, strict=True) if r is None]
-    fresh = embedder.embed(unknown) @ query.reshape(-1) if unknown else np.zeros(0, dtype=np.float32)
+    unknown = [mid for mid, r in zip(message_ids, rows, strict=True) if r is None]
+    fresh = np.zeros(0, dtype=np.float32)
+    if unknown:
+        found = await (await Driver.of(conn)).fetchall(_TEXT_SQL, (json.dumps(unknown),))
+        texts = {mid: body or "" for mid, body in found}
+        fresh = embedder.embed([texts.get(mid, "") for mid in unknown]) @ query.reshape(-1)
     it_known, it_fresh = iter(known.tolist()), iter(fresh.tolist())
     return [next(it_known) if r is not None else next(it_fresh) for r in rows]
-
-
-def inline_count(conn: AsyncConnection, session_key: str | None, embedder: Embedder) -> int:
-    """Items the loaded indexes of this scope embedded in memory (no stored vector)."""
-    return sum(_index_for(conn, t, session_key, embedder).inline for t in ("messages", "summaries"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.b_recall_quality import raw_bm25
 from bench.recall_data import Conversation, generate
 from openclaw_ctx import recall
 from openclaw_ctx.config import OpenClawConfig
@@ -55,7 +57,7 @@ def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _evidence(db: Path, conv: Conversation) -> dict[str, set[int]]:
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         ids = dict(con.execute("SELECT entry_id, message_id FROM messages WHERE session_key = ?", (conv.key,)))
     return {q.qid: {ids[f"{s}:{t}"] for s, t in q.evidence} for q in conv.questions}
 
@@ -67,7 +69,7 @@ async def test_paraphrased_questions_find_their_evidence_through_the_cli(
     db = tmp_path / "recall.db"
     await _load(db, conversation)
     evidence = _evidence(db, conversation)
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         compacted = con.execute("SELECT count(*) FROM summaries").fetchone()[0]
         stored = con.execute("SELECT count(*) FROM message_vectors").fetchone()[0]
         messages = con.execute("SELECT count(*) FROM messages").fetchone()[0]
@@ -76,7 +78,8 @@ async def test_paraphrased_questions_find_their_evidence_through_the_cli(
     paraphrased = [q for q in conversation.questions if q.qclass in ("paraphrase", "cjk")]
     found = baseline = 0
     for q in paraphrased:
-        baseline += bool(set(_raw_bm25(db, conversation.key, q.text)) & evidence[q.qid])
+        with contextlib.closing(sqlite3.connect(db)) as con:
+            baseline += bool(set(raw_bm25(con, conversation.key, q.text)) & evidence[q.qid])
         done = _cli(db, "recall", q.text, "--key", conversation.key, "--json")
         assert done.returncode == 0, done.stderr
         doc = json.loads(done.stdout)
@@ -89,16 +92,6 @@ async def test_paraphrased_questions_find_their_evidence_through_the_cli(
                 assert hit["entryId"] and (hit["inContext"] or hit["coveringSummaryId"])
     # Raw FTS5 bm25 over the same rows, the question's words ORed, finds few of these.
     assert found >= 0.4 * len(paraphrased) and found > baseline, (found, baseline, len(paraphrased))
-
-
-def _raw_bm25(db: Path, key: str, question: str) -> list[int]:
-    match = " OR ".join('"' + w + '"' for w in recall.fts_terms(question))
-    sql = (
-        "SELECT m.message_id FROM messages_fts JOIN messages AS m ON m.message_id = messages_fts.rowid "
-        "WHERE messages_fts MATCH ? AND m.session_key = ? ORDER BY rank LIMIT 10"
-    )
-    with sqlite3.connect(db) as con:
-        return [r[0] for r in con.execute(sql, (match, key))] if match else []
 
 
 async def test_hybrid_beats_words_alone_on_paraphrase_and_every_mode_answers(
@@ -164,7 +157,7 @@ async def test_syntax_characters_mixed_scripts_and_long_questions_answer(
 async def test_a_missing_vector_table_degrades_to_words_with_a_note(tmp_path: Path, conversation: Conversation) -> None:
     db = tmp_path / "recall.db"
     await _load(db, conversation, vectors=False)
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         con.execute("DROP TABLE message_vectors")
     async with await Store.open(db, upgrade=False) as store:
         hits = await recall.recall(store, conversation.questions[0].text, session_key=conversation.key)
@@ -175,7 +168,7 @@ async def test_a_missing_vector_table_degrades_to_words_with_a_note(tmp_path: Pa
 async def test_embed_writes_every_vector_once_and_resumes(tmp_path: Path, conversation: Conversation) -> None:
     db = tmp_path / "recall.db"
     await _load(db, conversation, vectors=False)
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT count(*) FROM message_vectors").fetchone()[0] == 0
         messages, summaries = (
             con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("messages", "summaries")
@@ -194,5 +187,5 @@ async def test_embed_writes_every_vector_once_and_resumes(tmp_path: Path, conver
     }
     again = _cli(db, "embed", "--json")
     assert json.loads(again.stdout)["messages"] == 0
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT count(*), min(length(vector)) FROM message_vectors").fetchone() == (messages, 256)

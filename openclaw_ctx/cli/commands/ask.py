@@ -8,6 +8,7 @@ so an interrupted run carries on where it stopped.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import typer
 from rich.markup import escape
@@ -23,9 +24,19 @@ from openclaw_ctx.store.store import Store
 __all__ = ["register"]
 
 
-async def _recall(state: CliState, question: str, key: str | None, options: dict[str, object]) -> recall.RecallHits:
+async def _recall(
+    state: CliState, question: str, key: str | None, mode: str, since: str | None, before: str | None, limit: int
+) -> recall.RecallHits:
     async with await _open(state) as store:
-        return await recall.recall(store, question, session_key=key, **options)  # type: ignore[arg-type]
+        return await recall.recall(
+            store,
+            question,
+            session_key=key,
+            mode=cast("recall.RecallMode", mode),  # recall() refuses any other string by name
+            since=since,
+            before=before,
+            limit=limit,
+        )
 
 
 def recall_command(
@@ -42,8 +53,7 @@ def recall_command(
     """Ask the history a question in plain words: ranked messages and summaries, ready for expand."""
     if bool(key) == all_keys:
         raise typer.BadParameter("name one session key with --key K, or search every key with --all")
-    options: dict[str, object] = {"mode": mode, "since": since, "before": before, "limit": limit}
-    hits = run(_recall(state_of(ctx), question, key, options))
+    hits = run(_recall(state_of(ctx), question, key, mode, since, before, limit))
     if as_json:
         doc = {"hits": [h.to_dict() for h in hits], "mode": hits.mode, "notes": hits.notes}
         print(json.dumps(doc, ensure_ascii=False, indent=2))

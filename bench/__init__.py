@@ -16,7 +16,18 @@ from bench.core import BenchContext, PeerMissing, Row, Size
 __all__ = ["BENCHMARKS", "BenchContext", "PeerMissing", "Row", "Size", "load", "run_one"]
 
 # Run order: cheap and foundational first.
-BENCHMARKS = ("ingest", "tokens", "recall", "recall_quality", "turn", "compaction", "peers", "adapters", "memory")
+BENCHMARKS = (
+    "ingest",
+    "tokens",
+    "recall",
+    "recall_quality",
+    "summary_retention",
+    "turn",
+    "compaction",
+    "peers",
+    "adapters",
+    "memory",
+)
 
 
 def load(name: str) -> ModuleType:

@@ -97,6 +97,8 @@ async def summarize_with_escalation(
                 custom_instructions=config.custom_instructions,
                 call_instructions=call_instructions,
             )
+        # A summary at or over `limit` is refused, so asking for more than that only wastes an attempt.
+        target = max(1, min(target, limit - 1))
         request = SummaryRequest(
             kind="leaf" if leaf else "condensed",
             source_text=source,

@@ -72,7 +72,7 @@ class OpenClawSession:
         context_window: the model's window in tokens, which the engine keeps the view under.
         key: the session key to store under (e.g. ``"agent:support:user-42"``).
         config: an ``openclaw.json`` configuration (compaction settings, the engine's own settings).
-        summarizer: the summarizer compactions use (default: the offline ``extractive-v1``).
+        summarizer: the summarizer compactions use (default: the offline ``extractive-v2``).
     """
 
     def __init__(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from openclaw_ctx._text import CJK_CHAR
 from openclaw_ctx.errors import RecallQueryError
 
 __all__ = [
@@ -40,10 +41,6 @@ MAX_LIKE_PATTERN_BYTES = 50_000
 
 # Characters unicode61 treats as part of a token: letters, numbers and private-use code points.
 _TOKEN_CATEGORIES = ("L", "N")
-CJK_CHAR = re.compile(
-    "[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
-)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 

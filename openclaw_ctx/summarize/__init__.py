@@ -18,5 +18,5 @@ __all__ = [
 
 
 def default_summarizer() -> Summarizer:
-    """The summarizer used when nothing else is configured: the embedded `extractive-v1`."""
+    """The summarizer used when nothing else is configured: the embedded `extractive-v2`."""
     return ExtractiveSummarizer()

@@ -40,7 +40,7 @@ class SummaryOutput:
 
     text: str
     summarizer: str
-    """e.g. ``extractive-v1`` or ``openai``; named honestly in output and in the row."""
+    """e.g. ``extractive-v2`` or ``openai``; named honestly in output and in the row."""
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -138,7 +138,7 @@ async def test_compaction_rotates_and_writes_edges(store: Store) -> None:
     assert old.status == "rotated" and len(old_context) == 32  # old session stays readable
     head = new_context[0]
     assert isinstance(head, repo.SummaryItem)
-    assert head.summary.kind == "legacy" and head.summary.summarizer == "extractive-v1"
+    assert head.summary.kind == "legacy" and head.summary.summarizer == "extractive-v2"
     kept_ids = [e.message_id for e in new_context[1:]]
     covered = [e.message_id for e in old_context if e.message_id not in kept_ids]
     edges = await scalar(

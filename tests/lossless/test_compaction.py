@@ -168,13 +168,13 @@ async def test_compact_rotates_the_session_and_loses_nothing(store: Store) -> No
     assert all(
         (r["summarizer"], r["fallback_level"])
         in {
-            ("extractive-v1", "none"),
-            ("extractive-v1", "aggressive"),
+            ("extractive-v2", "none"),
+            ("extractive-v2", "aggressive"),
             ("deterministic-fallback", "deterministic"),
         }
         for r in rows
     )
-    assert any(r["summarizer"] == "extractive-v1" for r in leaves)
+    assert any(r["summarizer"] == "extractive-v2" for r in leaves)
     condensed = [r for r in rows if r["kind"] == "condensed"]
     assert condensed and all(r["depth"] >= 1 and r["descendant_count"] >= 2 for r in condensed)
 

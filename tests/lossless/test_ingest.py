@@ -142,7 +142,7 @@ async def _legacy_history(store: Store) -> str:
             kind="legacy",
             content="Legacy summary of turns 0-3: FACT_0 FACT_1 FACT_2 FACT_3",
             token_count=20,
-            summarizer="extractive-v1",
+            summarizer="extractive-v2",
             source_message_ids=[e.message_id for e in covered if e.message_id is not None],
         )
         await repo.insert_summary(conn, session, summary)

@@ -69,7 +69,7 @@ async def _legacy_start(store: Store) -> None:
             kind="legacy",
             content="Legacy summary of the first turns.",
             token_count=8,
-            summarizer="extractive-v1",
+            summarizer="extractive-v2",
             source_message_ids=[e.message_id for e in covered if e.message_id is not None],
         )
         await repo.insert_summary(conn, session, node)

@@ -38,7 +38,7 @@ async def test_default_summarizer_is_extractive_and_honest() -> None:
     s = default_summarizer()
     assert isinstance(s, ExtractiveSummarizer) and isinstance(s, Summarizer)
     out = await s.summarize(request())
-    assert out.summarizer == "extractive-v1" and out.model is None
+    assert out.summarizer == "extractive-v2" and out.model is None
 
 
 async def test_structured_sections_and_planted_identifiers() -> None:
@@ -107,7 +107,11 @@ async def test_leaf_is_plain_text_with_expand_footer() -> None:
 
 def test_identifier_and_error_extraction() -> None:
     ids = extract_identifiers("see and/or src/a/b.py, http://x.io/p. also deadbeef and 12ab34cd and 2024 and FOO_BAR")
-    assert ids == ["src/a/b.py", "http://x.io/p", "12ab34cd", "2024", "FOO_BAR"]
+    assert ids == ["src/a/b.py", "http://x.io/p", "12ab34cd", "FOO_BAR"]
+    prose = "Ticket 4471 and PR #482 ship v2.13.8 (d8c8c3f); call +49 30 5550 7719 in 2026, mail ops@corp.example"
+    assert extract_identifiers(prose) == ["4471", "#482", "v2.13.8", "d8c8c3f", "ops@corp.example"]
+    quoted = "`merge_queues` and `getUser` are code; `permission denied`, `dap` and `ci(` are not"
+    assert extract_identifiers(quoted) == ["merge_queues", "getUser"]
     assert extract_errors("ok\nValueError: boom\nfine") == ["ValueError: boom"]
 
 

@@ -425,7 +425,7 @@ async def test_runtime_written_chain_exports_with_regenerated_compaction(store: 
                 kind="legacy",
                 content="## Goal\nsummary of 0-2",
                 token_count=12,
-                summarizer="extractive-v1",
+                summarizer="extractive-v2",
                 source_message_ids=[r.message_id for r in written[:3]],
             ),
         )

@@ -17,7 +17,7 @@ from openclaw_ctx.summarize.settings import resolve_summarizer
 __all__ = ["HOST_SUMMARIZER", "pick_summarizer", "resolve_engine"]
 
 HOST_SUMMARIZER = "host"
-EXTRACTIVE = frozenset({"extractive", "extractive-v1"})
+EXTRACTIVE = frozenset({"extractive", "extractive-v1", "extractive-v2"})
 
 
 def pick_summarizer(choice: str | None, config: OpenClawConfig, host: Summarizer) -> Summarizer:

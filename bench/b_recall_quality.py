@@ -34,6 +34,7 @@ from openclaw_ctx.messages import AgentMessage
 from openclaw_ctx.recall import Tuning, embed_pending, fts_terms, recall
 from openclaw_ctx.recall.embedding import Embedder, WordLlamaEmbedder, default_embedder
 from openclaw_ctx.store.store import Store
+from openclaw_ctx.summarize import Summarizer
 from openclaw_ctx.testing import assistant, user
 
 NAME = "recall_quality"
@@ -47,11 +48,22 @@ def _ms(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-async def load(path: Path, engine: str, conversations: list[Conversation], *, vectors: bool = True) -> float:
+async def load(
+    path: Path,
+    engine: str,
+    conversations: list[Conversation],
+    *,
+    vectors: bool = True,
+    summarizer: Summarizer | None = None,
+) -> float:
     """Store every conversation turn by turn; returns the seconds it took (vector upkeep settled)."""
     store = await Store.open(path)
     runtime = await Runtime.create(
-        store, config=OpenClawConfig().with_engine(engine), context_window=WINDOW, embed_vectors=vectors
+        store,
+        config=OpenClawConfig().with_engine(engine),
+        summarizer=summarizer,
+        context_window=WINDOW,
+        embed_vectors=vectors,
     )
     start = time.perf_counter()
     for conv in conversations:

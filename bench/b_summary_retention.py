@@ -14,12 +14,11 @@ Also reported: how many answers sit inside summaries (not the raw tail), per que
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.b_recall_quality import WINDOW, load
 from bench.core import BenchContext, Row, Size, Stat, pick
 from bench.recall_data import Conversation, generate
 from openclaw_ctx.config import OpenClawConfig
@@ -34,13 +33,11 @@ from openclaw_ctx.messages import (
 from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize import ExtractiveSummarizer, Summarizer, SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.fallback import deterministic_fallback
-from openclaw_ctx.testing import assistant, user
 from openclaw_ctx.tokens import get_counter
 
 NAME = "summary_retention"
 TITLE = "Summary retention: answers still in the model's view after compaction (built-in vs truncation)"
 ENGINES = ("legacy", "lossless-claw")
-WINDOW = 4096
 
 
 class TruncationSummarizer:
@@ -58,14 +55,14 @@ class TruncationSummarizer:
         return SummaryOutput(text=text, summarizer=self.name, output_tokens=counter.count(text))
 
 
-def _ms(stamp: str) -> int:
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-
-
 async def retention(
     path: Path, engine: str, summarizer: Summarizer, conversations: list[Conversation]
 ) -> dict[str, Any]:
     """Record every conversation, assemble each key once, and count the answers in view."""
+    seconds = await load(path, engine, conversations, vectors=False, summarizer=summarizer)
+    kept: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    in_summary = 0
     store = await Store.open(path)
     runtime = await Runtime.create(
         store,
@@ -74,19 +71,8 @@ async def retention(
         context_window=WINDOW,
         embed_vectors=False,
     )
-    kept: Counter[str] = Counter()
-    asked: Counter[str] = Counter()
-    in_summary = 0
-    start = time.perf_counter()
     try:
         for conv in conversations:
-            for session in conv.sessions:
-                for t in range(0, len(session.turns), 2):
-                    messages: list[AgentMessage] = [
-                        user(x.text, timestamp=_ms(x.timestamp)) if x.role == "user" else assistant(x.text)
-                        for x in session.turns[t : t + 2]
-                    ]
-                    await runtime.record_turn(conv.key, messages)
             result, _ = await runtime.assemble(conv.key)
             everything = "\n".join(flatten_text(m) for m in result.messages).lower()
             summaries = "\n".join(flatten_text(m) for m in result.messages if _is_summary(m)).lower()
@@ -100,7 +86,7 @@ async def retention(
     finally:
         await runtime.dispose()
         await store.close()
-    return {"kept": kept, "asked": asked, "in_summary": in_summary, "seconds": time.perf_counter() - start}
+    return {"kept": kept, "asked": asked, "in_summary": in_summary, "seconds": seconds}
 
 
 def _is_summary(message: AgentMessage) -> bool:
@@ -141,7 +127,7 @@ async def _run(workdir: Path, conversations: list[Conversation]) -> list[Row]:
         )  # fmt: skip
         print(f"\n{engine}: kept {sum(ours['kept'].values())}/{total} (truncation {sum(base['kept'].values())}), "
               f"inside summaries {ours['in_summary']} (truncation {base['in_summary']}); "
-              f"record+assemble {ours['seconds']:.1f} s (truncation {base['seconds']:.1f} s)")  # fmt: skip
+              f"record {ours['seconds']:.1f} s (truncation {base['seconds']:.1f} s)")  # fmt: skip
         for qclass in sorted(ours["asked"]):
             n = ours["asked"][qclass]
             print(f"  {qclass:<12} {ours['kept'][qclass]:>3}/{n:<3} truncation {base['kept'][qclass]:>3}/{n}")

@@ -101,9 +101,13 @@ def salience(sentence: str, kind: str) -> int:
     score = {"user": 3, "assistant": 2}.get(kind, 2) + 2 * min(specific, 3)
     if _REMEMBER.search(sentence):
         score += 2
-    if sentence.rstrip().endswith(("?", "？")):
+    if _is_question(sentence):
         score -= 5
     return score
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith(("?", "？"))
 
 
 def _cjk_count(text: str) -> int:
@@ -158,9 +162,9 @@ def _add(bucket: list[str], value: str) -> None:
 def _tool_calls(calls: list[tuple[str, dict[str, object]]], ex: Extract, prose_ids: list[str]) -> None:
     for name, args in calls:
         seen = ex.tools.setdefault(name, [])
-        primary = next((str(args[k]) for k in _PRIMARY_ARGS if isinstance(args.get(k), str | int)), "")
-        if primary and clip(primary, 120) not in seen:
-            seen.append(clip(primary, 120))
+        primary = next((clip(str(args[k]), 120) for k in _PRIMARY_ARGS if isinstance(args.get(k), str | int)), "")
+        if primary and primary not in seen:
+            seen.append(primary)
         prose_ids += extract_identifiers(" ".join(str(v) for v in args.values() if isinstance(v, str | int)))
 
 
@@ -197,7 +201,8 @@ def extract(source: str) -> Extract:
             ex.last_statement = sentences[-1]
     ex.facts = score_facts(candidates)
     ex.identifiers = list(dict.fromkeys(prose_ids))
-    ex.output_identifiers = [i for i in dict.fromkeys(output_ids) if i not in set(ex.identifiers)]
+    said = set(ex.identifiers)
+    ex.output_identifiers = [i for i in dict.fromkeys(output_ids) if i not in said]
     return ex
 
 
@@ -205,7 +210,7 @@ def _classify(s: str, kind: str, ex: Extract, candidates: list[tuple[str, str]])
     """Put one sentence in the first bucket its cues call for; the rest are fact candidates."""
     if kind != "user" and is_directive(s):
         return
-    question = s.rstrip().endswith(("?", "？"))
+    question = _is_question(s)
     if _CUES["decision"].search(s) and not question:
         _add(ex.decisions, s)
     elif kind in ("user", "text") and not question and _CUES["constraint"].search(s):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from openclaw_ctx.summarize.base import SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.extract import Extract, extract, extract_identifiers, score_facts
 from openclaw_ctx.summarize.fallback import truncate_to_tokens
-from openclaw_ctx.summarize.records import PLAIN_LABELS, SECTIONS, read_summary
+from openclaw_ctx.summarize.records import FILE_TAGS, PLAIN_LABELS, SECTIONS, read_summary
 from openclaw_ctx.tokens import TokenCounter, get_counter
 
 __all__ = ["ExtractiveSummarizer"]
@@ -29,9 +29,10 @@ SOURCE_SHARE = 0.8
 
 # --- the structured summary -------------------------------------------------------------------------
 
+_SAID_ID = 100
+"""The priority of identifiers said in prose or passed to tools (`_fit` caps how many keep it)."""
 _PREFIX = {"### Done": "- [x] ", "### In Progress": "- [ ] "}
 _CONTINUE = "Continue with the latest request:"
-_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 
 
 @dataclass(order=True)
@@ -88,8 +89,9 @@ def _plan_lines(ex: Extract, previous: dict[str, list[str]], prior_ids: list[str
     # An identifier the goal or the current request already spells out costs nothing to keep.
     always = " ".join([*goals[:1], *ex.requests[-1:]])
     ids = [i for i in dict.fromkeys([i for i in prior_ids if _still_identifier(i)] + ex.identifiers) if i not in always]
-    put("## Exact identifiers", ids, 100)
-    put("## Exact identifiers", [i for i in ex.output_identifiers if i not in set(ids)], 45)
+    put("## Exact identifiers", ids, _SAID_ID)
+    listed = set(ids)
+    put("## Exact identifiers", [i for i in ex.output_identifiers if i not in listed], 45)
     return lines
 
 
@@ -140,7 +142,7 @@ def _fit(lines: list[_Line], target: int, counter: TokenCounter, render: Callabl
     # Identifiers said in prose outrank everything, the newest up to a third of the target; older
     # ones beyond that rank with the facts, so a long history of paths cannot crowd out what was said.
     share = 0
-    said = [x for x in lines if x.section == "## Exact identifiers" and x.priority == 100]
+    said = [x for x in lines if x.section == "## Exact identifiers" and x.priority == _SAID_ID]
     for line in sorted(said, key=lambda x: -x.seq):
         share += cost[id(line)]
         if share > target / 3:
@@ -252,7 +254,7 @@ class ExtractiveSummarizer:
         earlier = read_summary(previous) if previous else {}
         for section, items in ex.earlier.items():
             earlier.setdefault(section, []).extend(items)
-        prior_ids = earlier.pop("## Exact identifiers", []) + extract_identifiers(_FILE_TAGS.sub("", previous))
+        prior_ids = earlier.pop("## Exact identifiers", []) + extract_identifiers(FILE_TAGS.sub("", previous))
         lines = _plan_lines(ex, earlier, prior_ids)
         if request.kind == "history":
             lines = _without_repeats(lines)

@@ -36,8 +36,9 @@ _PATTERNS = [
     re.compile(r"(?<![\w.,+-])\d{6,}(?![\w.,]\d)"),
     re.compile(r"`([^`\s]{2,80})`"),
 ]
-# Backticked text is an identifier when it looks like code: a separator, a digit, snake_case or camelCase.
-_CODE_SHAPED = re.compile(r"[._/:=-]|\d|_|[a-z][A-Z]|^[A-Z][A-Z0-9]{3,}$")
+# Backticked text is an identifier when it looks like code: a separator (snake_case included), a digit,
+# camelCase, or an all-caps constant.
+_CODE_SHAPED = re.compile(r"[._/:=-]|\d|[a-z][A-Z]|^[A-Z][A-Z0-9]{3,}$")
 _CALL_ONLY = re.compile(r"^[\w.]+\($")
 
 

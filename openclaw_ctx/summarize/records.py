@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-__all__ = ["PLAIN_LABELS", "Record", "read_summary", "records"]
+__all__ = ["FILE_TAGS", "PLAIN_LABELS", "SECTIONS", "Record", "read_summary", "records"]
 
 SECTIONS = (
     "## Goal",
@@ -75,7 +75,7 @@ _LEGACY_ARG = re.compile(r"\b(\w+)=(\"(?:[^\"\\]|\\.)*\"|[^,]+)")
 _PLAIN_LINE = re.compile(r"^(" + "|".join(re.escape(label) for _, label in PLAIN_LABELS) + r"):(?: (.*))?$")
 _EXPAND_FOOTER = "Expand for details about: "
 _FILES = "Files: "
-_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 _BULLET = re.compile(r"^(?:[-*]\s*(?:\[[ x]\]\s*)?|\d+\.\s*)")
 _NESTED_LABEL = re.compile(r"^(?:(?:" + "|".join(re.escape(label) for _, label in PLAIN_LABELS) + r"): )+")
 
@@ -158,7 +158,7 @@ def read_summary(summary: str) -> dict[str, list[str]]:
     """A summary's items by section (markdown headers or plain labels); loose prose goes to Critical Context."""
     sections: dict[str, list[str]] = {}
     current = "## Critical Context"
-    for raw in _FILE_TAGS.sub("", summary).splitlines():
+    for raw in FILE_TAGS.sub("", summary).splitlines():
         line = raw.strip()
         if not line or line in ("---", "- (none)", "(none)", "(unknown)") or line.startswith("**Turn Context"):
             continue
@@ -176,8 +176,8 @@ def read_summary(summary: str) -> dict[str, list[str]]:
         if plain:
             current = _SECTION_OF_LABEL[plain.group(1)]
             rest = _NESTED_LABEL.sub("", plain.group(2) or "")
-            sep = ", " if current == "## Exact identifiers" else "; "
-            items = rest.split(sep) if rest else []
+            # A v1 node joined a label's items with "; " on one line; identifiers are always ", "-joined.
+            items = rest.split("; ") if rest else []
         else:
             items = [_NESTED_LABEL.sub("", _BULLET.sub("", line))]
         if current == "## Exact identifiers":

@@ -22,6 +22,8 @@ import sqlite3
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,26 @@ def _ms(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
+@asynccontextmanager
+async def opened(
+    path: Path, engine: str, *, vectors: bool, summarizer: Summarizer | None = None
+) -> AsyncIterator[Runtime]:
+    """A runtime of `engine` at the benchmark's window over the store at `path`, closed on exit."""
+    store = await Store.open(path)
+    runtime = await Runtime.create(
+        store,
+        config=OpenClawConfig().with_engine(engine),
+        summarizer=summarizer,
+        context_window=WINDOW,
+        embed_vectors=vectors,
+    )
+    try:
+        yield runtime
+    finally:
+        await runtime.dispose()
+        await store.close()
+
+
 async def load(
     path: Path,
     engine: str,
@@ -57,30 +79,21 @@ async def load(
     summarizer: Summarizer | None = None,
 ) -> float:
     """Store every conversation turn by turn; returns the seconds it took (vector upkeep settled)."""
-    store = await Store.open(path)
-    runtime = await Runtime.create(
-        store,
-        config=OpenClawConfig().with_engine(engine),
-        summarizer=summarizer,
-        context_window=WINDOW,
-        embed_vectors=vectors,
-    )
-    start = time.perf_counter()
-    for conv in conversations:
-        for s, session in enumerate(conv.sessions):
-            turns = session.turns
-            for t in range(0, len(turns), 2):
-                pair = turns[t : t + 2]
-                messages: list[AgentMessage] = [
-                    user(x.text, timestamp=_ms(x.timestamp)) if x.role == "user" else assistant(x.text) for x in pair
-                ]
-                ids = {id(m): f"{s}:{t + i}" for i, m in enumerate(messages)}
-                await runtime.record_turn(conv.key, messages, entry_ids=lambda m, ids=ids: ids.get(id(m)))
-    await runtime.settle()
-    took = time.perf_counter() - start
-    await runtime.dispose()
-    await store.close()
-    return took
+    async with opened(path, engine, vectors=vectors, summarizer=summarizer) as runtime:
+        start = time.perf_counter()
+        for conv in conversations:
+            for s, session in enumerate(conv.sessions):
+                turns = session.turns
+                for t in range(0, len(turns), 2):
+                    pair = turns[t : t + 2]
+                    messages: list[AgentMessage] = [
+                        user(x.text, timestamp=_ms(x.timestamp)) if x.role == "user" else assistant(x.text)
+                        for x in pair
+                    ]
+                    ids = {id(m): f"{s}:{t + i}" for i, m in enumerate(messages)}
+                    await runtime.record_turn(conv.key, messages, entry_ids=lambda m, ids=ids: ids.get(id(m)))
+        await runtime.settle()
+        return time.perf_counter() - start
 
 
 def raw_bm25(db: sqlite3.Connection, key: str, question: str) -> list[int]:

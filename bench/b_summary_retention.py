@@ -18,11 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.b_recall_quality import WINDOW, load
+from bench.b_recall_quality import load, opened
 from bench.core import BenchContext, Row, Size, Stat, pick
 from bench.recall_data import Conversation, generate
-from openclaw_ctx.config import OpenClawConfig
-from openclaw_ctx.host.runtime import Runtime
 from openclaw_ctx.messages import (
     AgentMessage,
     BranchSummaryMessage,
@@ -30,7 +28,6 @@ from openclaw_ctx.messages import (
     UserMessage,
     flatten_text,
 )
-from openclaw_ctx.store.store import Store
 from openclaw_ctx.summarize import ExtractiveSummarizer, Summarizer, SummaryOutput, SummaryRequest
 from openclaw_ctx.summarize.fallback import deterministic_fallback
 from openclaw_ctx.tokens import get_counter
@@ -63,15 +60,7 @@ async def retention(
     kept: Counter[str] = Counter()
     asked: Counter[str] = Counter()
     in_summary = 0
-    store = await Store.open(path)
-    runtime = await Runtime.create(
-        store,
-        config=OpenClawConfig().with_engine(engine),
-        summarizer=summarizer,
-        context_window=WINDOW,
-        embed_vectors=False,
-    )
-    try:
+    async with opened(path, engine, vectors=False, summarizer=summarizer) as runtime:
         for conv in conversations:
             result, _ = await runtime.assemble(conv.key)
             everything = "\n".join(flatten_text(m) for m in result.messages).lower()
@@ -83,9 +72,6 @@ async def retention(
                 answer = q.answer.lower()
                 kept[q.qclass] += answer in everything
                 in_summary += answer in summaries
-    finally:
-        await runtime.dispose()
-        await store.close()
     return {"kept": kept, "asked": asked, "in_summary": in_summary, "seconds": seconds}
 
 
